@@ -1,0 +1,28 @@
+# minidet_add_layer(<layer> DEPENDS <lower layers...>)
+#
+# Every layer is built the same way: all .cpp files under the layer's folder, plus its .cu files when CUDA
+# is on. Sources are globbed so that adding an op means adding a folder, never editing a central list.
+function(minidet_add_layer layer)
+  cmake_parse_arguments(ARG "" "" "DEPENDS" ${ARGN})
+  file(GLOB_RECURSE _cpp CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.cpp")
+  set(_sources ${_cpp})
+  if(MINIDET_WITH_CUDA)
+    file(GLOB_RECURSE _cu CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.cu")
+    list(APPEND _sources ${_cu})
+  endif()
+  if(NOT _sources)
+    add_library(minidet_${layer} INTERFACE)
+    target_include_directories(minidet_${layer} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(minidet_${layer} INTERFACE ${ARG_DEPENDS})
+  else()
+    add_library(minidet_${layer} STATIC ${_sources})
+    target_include_directories(minidet_${layer} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(minidet_${layer} PUBLIC ${ARG_DEPENDS})
+    target_compile_options(minidet_${layer} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>
+      $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall>)
+    set_target_properties(minidet_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON
+                          CUDA_SEPARABLE_COMPILATION OFF)
+  endif()
+  add_library(minidet::${layer} ALIAS minidet_${layer})
+endfunction()

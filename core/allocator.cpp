@@ -1,0 +1,37 @@
+#include "core/allocator.h"
+
+#include <cstdlib>
+
+#include "core/cuda/availability.h"
+#include "core/cuda/caching_allocator.h"
+#include "core/error.h"
+
+namespace minidet {
+namespace {
+
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes) override {
+    if (nbytes == 0) return nullptr;
+    // std::aligned_alloc wants the size to be a multiple of the alignment.
+    const size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
+    MINIDET_CHECK(ptr != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes");
+    return ptr;
+  }
+  void deallocate(void* ptr) override { std::free(ptr); }
+};
+
+}  // namespace
+
+Allocator* allocator_for(const Device& device) {
+  static CpuAllocator cpu_allocator;
+  if (device.is_cpu()) return &cpu_allocator;
+  MINIDET_CHECK(MINIDET_WITH_CUDA, "cannot allocate on ", device, ": minidet was built without CUDA");
+  MINIDET_CHECK(cuda::is_available(), "cannot allocate on ", device, ": no CUDA GPU is visible");
+  MINIDET_CHECK(device.index >= 0 && device.index < cuda::device_count(), "cannot allocate on ", device,
+                ": only ", cuda::device_count(), " GPU(s) visible");
+  return cuda::caching_allocator(device.index);
+}
+
+}  // namespace minidet

@@ -1,0 +1,130 @@
+// Tensor::copy_, fill_, contiguous, clone and to: the functions of core that move or convert data.
+#include <cstring>
+
+#include "core/copy_kernels.h"
+#if MINIDET_WITH_CUDA
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
+#endif
+
+namespace minidet {
+namespace detail {
+
+void copy_bytes(void* dst, const Device& dst_device, const void* src, const Device& src_device, size_t nbytes) {
+  if (nbytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, nbytes);
+    return;
+  }
+#if MINIDET_WITH_CUDA
+  // cudaMemcpy on the legacy stream waits for queued kernels, so the bytes read are the final ones.
+  const cudaMemcpyKind kind = dst_device.is_cpu()   ? cudaMemcpyDeviceToHost
+                              : src_device.is_cpu() ? cudaMemcpyHostToDevice
+                                                    : cudaMemcpyDeviceToDevice;
+  if (kind == cudaMemcpyDeviceToDevice && dst_device != src_device) {
+    MINIDET_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device.index, src, src_device.index, nbytes));
+  } else {
+    cuda::DeviceGuard guard(dst_device.is_cuda() ? dst_device : src_device);
+    MINIDET_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, kind));
+  }
+#else
+  MINIDET_FAIL("copy: minidet was built without CUDA, cannot copy between ", src_device, " and ", dst_device);
+#endif
+}
+
+}  // namespace detail
+
+namespace {
+
+// True when the element ranges that a and b touch in one storage may overlap.
+bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
+  auto span = [](const Tensor& t) {
+    int64_t last = t.storage_offset();
+    for (int64_t d = 0; d < t.dim(); ++d) last += (t.sizes()[d] - 1) * t.strides()[d];
+    return std::make_pair(t.storage_offset(), last);
+  };
+  const auto [a_first, a_last] = span(a);
+  const auto [b_first, b_last] = span(b);
+  return a_first <= b_last && b_first <= a_last;
+}
+
+void copy_same_device(const Tensor& dst, const Tensor& src) {
+  if (dst.device().is_cpu()) return detail::copy_strided_cpu(dst, src);
+#if MINIDET_WITH_CUDA
+  detail::copy_strided_cuda(dst, src);
+#endif
+}
+
+void check_writable(const Tensor& t, const char* what) {
+  MINIDET_CHECK(!(GradMode::is_enabled() && t.requires_grad() && t.is_leaf()), "Tensor::", what,
+                ": a leaf that requires grad cannot be modified in place while grad mode is on "
+                "(wrap parameter updates in NoGradGuard)");
+}
+
+}  // namespace
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  check_defined("copy_");
+  MINIDET_CHECK(src.defined(), "Tensor::copy_: the source tensor is undefined");
+  check_writable(*this, "copy_");
+  Tensor source = src;
+  {
+    NoGradGuard raw;  // the broadcasting view below is internal and never reaches the graph
+    if (source.sizes() != sizes()) source = source.expand(sizes());
+    if (source.device() != device()) {
+      // Bytes cross devices only in a dense buffer of the source dtype; conversion happens on arrival.
+      Tensor dense = source.contiguous();
+      Tensor arrived = make_tensor(dense.sizes(), TensorOptions(dense.dtype(), device()));
+      detail::copy_bytes(arrived.raw_data(), device(), dense.raw_data(), dense.device(),
+                         dense.numel() * element_size(dense.dtype()));
+      source = arrived;
+    } else if (may_overlap(*this, source) && !(source.storage_offset() == storage_offset() &&
+                                               source.strides() == strides() && source.dtype() == dtype())) {
+      source = source.clone();  // e.g. t.copy_(t.t()): reading while writing the same memory is undefined
+    }
+  }
+  copy_same_device(*this, source);
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  check_defined("fill_");
+  check_writable(*this, "fill_");
+  if (device().is_cpu()) {
+    detail::fill_cpu(*this, value);
+  } else {
+#if MINIDET_WITH_CUDA
+    detail::fill_cuda(*this, value);
+#endif
+  }
+  bump_version();
+  return *this;
+}
+
+Tensor Tensor::contiguous() const {
+  check_not_recording(*this, "contiguous");
+  return is_contiguous() ? *this : clone();
+}
+
+Tensor Tensor::clone() const {
+  check_not_recording(*this, "clone");
+  Tensor out = make_tensor(sizes(), options());
+  copy_same_device(out, *this);
+  return out;
+}
+
+Tensor Tensor::to(const TensorOptions& target) const {
+  check_not_recording(*this, "to");
+  if (target.dtype == dtype() && target.device == device()) return *this;
+  Tensor out = make_tensor(sizes(), target);
+  NoGradGuard raw;
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(const Device& device) const { return to(TensorOptions(dtype(), device)); }
+Tensor Tensor::to(DType dtype) const { return to(TensorOptions(dtype, device())); }
+
+}  // namespace minidet

@@ -1,0 +1,64 @@
+#include "core/copy_kernels.h"
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
+#include "core/cuda/launch.h"
+#include "core/strided_indexer.h"
+
+namespace minidet::detail {
+namespace {
+
+template <typename Dst, typename Src>
+__global__ void copy_kernel(int64_t n, StridedIndexer<2> ix, Dst* out, const Src* in) {
+  MINIDET_KERNEL_LOOP(i, n) {
+    int64_t off[2];
+    ix.offsets(i, off);
+    out[off[0]] = static_cast<Dst>(in[off[1]]);
+  }
+}
+
+template <typename T>
+__global__ void fill_kernel(int64_t n, StridedIndexer<1> ix, T* out, T value) {
+  MINIDET_KERNEL_LOOP(i, n) {
+    int64_t off[1];
+    ix.offsets(i, off);
+    out[off[0]] = value;
+  }
+}
+
+}  // namespace
+
+void copy_strided_cuda(const Tensor& dst, const Tensor& src) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  cuda::DeviceGuard guard(dst.device());
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
+    MINIDET_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), n * element_size(dst.dtype()),
+                                       cudaMemcpyDeviceToDevice, cuda::current_stream()));
+    return;
+  }
+  const Shape* strides[2] = {&dst.strides(), &src.strides()};
+  const StridedIndexer<2> ix = make_indexer<2>(dst.sizes(), strides);
+  MINIDET_DISPATCH_ALL(dst.dtype(), "copy_", [&] {
+    using dst_t = scalar_t;
+    MINIDET_DISPATCH_ALL(src.dtype(), "copy_", [&] {
+      copy_kernel<dst_t, scalar_t><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+          n, ix, dst.data<dst_t>(), src.data<scalar_t>());
+      MINIDET_CUDA_LAUNCH_CHECK("copy_kernel");
+    });
+  });
+}
+
+void fill_cuda(const Tensor& dst, double value) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  cuda::DeviceGuard guard(dst.device());
+  const Shape* strides[1] = {&dst.strides()};
+  const StridedIndexer<1> ix = make_indexer<1>(dst.sizes(), strides);
+  MINIDET_DISPATCH_ALL(dst.dtype(), "fill_", [&] {
+    fill_kernel<scalar_t><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+        n, ix, dst.data<scalar_t>(), static_cast<scalar_t>(value));
+    MINIDET_CUDA_LAUNCH_CHECK("fill_kernel");
+  });
+}
+
+}  // namespace minidet::detail

@@ -1,0 +1,183 @@
+#include "core/cuda/caching_allocator.h"
+
+#include "core/allocator.h"
+#include "core/error.h"
+
+#if MINIDET_WITH_CUDA
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
+#endif
+
+namespace minidet::cuda {
+
+size_t round_allocation_size(size_t nbytes) {
+  constexpr size_t kSmallQuantum = 512;
+  constexpr size_t kSmallLimit = size_t(1) << 20;
+  if (nbytes <= kSmallLimit) return (nbytes + kSmallQuantum - 1) / kSmallQuantum * kSmallQuantum;
+  // Largest power of two <= nbytes, then the first of its four quarter steps that fits.
+  size_t power = kSmallLimit;
+  while (power * 2 <= nbytes) power *= 2;
+  const size_t step = power / 4;
+  return (nbytes + step - 1) / step * step;
+}
+
+#if MINIDET_WITH_CUDA
+namespace {
+
+class CachingAllocator {
+ public:
+  void* allocate(size_t nbytes, int device) {
+    if (nbytes == 0) return nullptr;
+    const size_t size = round_allocation_size(nbytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    DevicePool& pool = pool_for(device);
+    void* ptr = nullptr;
+    auto cached = pool.free_blocks.find(size);
+    if (cached != pool.free_blocks.end()) {
+      ptr = cached->second;
+      pool.free_blocks.erase(cached);
+      pool.stats.cache_hits++;
+    } else {
+      ptr = device_malloc(pool, device, size, nbytes);
+    }
+    live_[ptr] = {size, device};
+    pool.stats.allocated_bytes += static_cast<int64_t>(size);
+    if (pool.stats.allocated_bytes > pool.stats.peak_allocated_bytes)
+      pool.stats.peak_allocated_bytes = pool.stats.allocated_bytes;
+    return ptr;
+  }
+
+  void deallocate(void* ptr) {
+    if (ptr == nullptr) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(ptr);
+    MINIDET_CHECK(it != live_.end(), "CUDA caching allocator: freeing a pointer it did not allocate");
+    DevicePool& pool = pool_for(it->second.device);
+    pool.free_blocks.emplace(it->second.size, ptr);
+    pool.stats.allocated_bytes -= static_cast<int64_t>(it->second.size);
+    live_.erase(it);
+  }
+
+  MemoryStats stats(int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return pool_for(device).stats;
+  }
+
+  void reset_peak(int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MemoryStats& stats = pool_for(device).stats;
+    stats.peak_allocated_bytes = stats.allocated_bytes;
+  }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t device = 0; device < pools_.size(); ++device) release_cached(static_cast<int>(device));
+  }
+
+ private:
+  struct LiveBlock {
+    size_t size;
+    int device;
+  };
+  struct DevicePool {
+    std::multimap<size_t, void*> free_blocks;  // rounded size -> block
+    MemoryStats stats;
+  };
+
+  DevicePool& pool_for(int device) {
+    if (static_cast<size_t>(device) >= pools_.size()) pools_.resize(device + 1);
+    return pools_[device];
+  }
+
+  // Caller holds mutex_.
+  void release_cached(int device) {
+    DevicePool& pool = pools_[device];
+    if (pool.free_blocks.empty()) return;
+    DeviceGuard guard(Device::cuda(device));
+    for (auto& [size, ptr] : pool.free_blocks) {
+      MINIDET_CUDA_CHECK(cudaFree(ptr));
+      pool.stats.reserved_bytes -= static_cast<int64_t>(size);
+    }
+    pool.free_blocks.clear();
+  }
+
+  // Caller holds mutex_.
+  void* device_malloc(DevicePool& pool, int device, size_t size, size_t requested) {
+    DeviceGuard guard(Device::cuda(device));
+    void* ptr = nullptr;
+    cudaError_t err = cudaMalloc(&ptr, size);
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // out-of-memory is not sticky; clear it and retry with an empty cache
+      release_cached(device);
+      err = cudaMalloc(&ptr, size);
+    }
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      MINIDET_FAIL("CUDA out of memory: tried to allocate ", requested, " bytes (", size, " rounded) on cuda:",
+                   device, "; ", pool.stats.allocated_bytes, " bytes allocated by minidet, ",
+                   pool.stats.reserved_bytes, " reserved");
+    }
+    MINIDET_CUDA_CHECK(err);
+    pool.stats.reserved_bytes += static_cast<int64_t>(size);
+    pool.stats.device_allocations++;
+    return ptr;
+  }
+
+  std::mutex mutex_;
+  std::vector<DevicePool> pools_;
+  std::unordered_map<void*, LiveBlock> live_;
+};
+
+// Never destroyed: tensors in static objects may be freed after the CUDA runtime has shut down, and
+// cudaFree at that point fails. The driver reclaims everything when the process ends.
+CachingAllocator& instance() {
+  static CachingAllocator* allocator = new CachingAllocator();
+  return *allocator;
+}
+
+// The Allocator face of the cache for one GPU, as Storage sees it.
+class DeviceAllocator final : public Allocator {
+ public:
+  explicit DeviceAllocator(int device) : device_(device) {}
+  void* allocate(size_t nbytes) override { return instance().allocate(nbytes, device_); }
+  void deallocate(void* ptr) override { instance().deallocate(ptr); }
+
+ private:
+  int device_;
+};
+
+}  // namespace
+
+Allocator* caching_allocator(int device) {
+  static std::mutex mutex;
+  static std::vector<DeviceAllocator*>* allocators = new std::vector<DeviceAllocator*>();
+  std::lock_guard<std::mutex> lock(mutex);
+  while (static_cast<int>(allocators->size()) <= device)
+    allocators->push_back(new DeviceAllocator(static_cast<int>(allocators->size())));
+  return (*allocators)[device];
+}
+MemoryStats memory_stats(int device) { return instance().stats(device); }
+void reset_peak_memory_stats(int device) { instance().reset_peak(device); }
+void empty_cache() { instance().empty_cache(); }
+
+#else  // CPU-only build
+
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+  MINIDET_FAIL(what, ": minidet was built without CUDA (configure with nvcc available and MINIDET_CUDA=ON)");
+}
+}  // namespace
+
+Allocator* caching_allocator(int) { no_cuda("CUDA allocator"); }
+MemoryStats memory_stats(int) { no_cuda("cuda::memory_stats"); }
+void reset_peak_memory_stats(int) { no_cuda("cuda::reset_peak_memory_stats"); }
+void empty_cache() {}
+
+#endif
+
+}  // namespace minidet::cuda

@@ -1,0 +1,38 @@
+// The CUDA caching allocator.
+//
+// Requests are rounded up to a bin size: multiples of 512 bytes below 1 MiB, and above that one of four
+// sizes per power of two (2^k, 1.25*2^k, 1.5*2^k, 1.75*2^k), so at most 25% is wasted. A freed block goes
+// back to the free list of its bin (no cudaFree) and the next request of that bin takes it. cudaMalloc is
+// called only on a miss. When cudaMalloc runs out of memory, the cache is emptied and the call retried once.
+//
+// All work runs on one stream per device (core/cuda/context.h), so a block freed by the host can be handed
+// out at once: any kernel still using it runs before any kernel that gets it next.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace minidet {
+class Allocator;
+}
+
+namespace minidet::cuda {
+
+struct MemoryStats {
+  int64_t allocated_bytes = 0;       // in blocks handed out to tensors (rounded sizes)
+  int64_t reserved_bytes = 0;        // held from cudaMalloc: allocated + cached
+  int64_t peak_allocated_bytes = 0;  // high-water mark of allocated_bytes since the last reset
+  int64_t device_allocations = 0;    // number of cudaMalloc calls
+  int64_t cache_hits = 0;            // requests served from the cache
+};
+
+// The allocator for one GPU (all share one process-wide cache). Throws when built without CUDA.
+Allocator* caching_allocator(int device);
+
+size_t round_allocation_size(size_t nbytes);
+MemoryStats memory_stats(int device = 0);
+void reset_peak_memory_stats(int device = 0);
+// Returns every cached (free) block to the driver with cudaFree.
+void empty_cache();
+
+}  // namespace minidet::cuda

@@ -1,0 +1,119 @@
+#include "core/cuda/availability.h"
+
+#if MINIDET_WITH_CUDA
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
+#endif
+
+namespace minidet::cuda {
+
+#if MINIDET_WITH_CUDA
+
+int device_count() {
+  // Asked once: with no driver or no GPU the runtime returns an error, which here just means "none".
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+bool is_available() { return device_count() > 0; }
+
+void synchronize() {
+  if (is_available()) MINIDET_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+cudaStream_t current_stream() { return cudaStreamLegacy; }
+
+int current_device() {
+  int device = 0;
+  MINIDET_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+cublasHandle_t cublas_handle() {
+  static std::mutex mutex;
+  static std::vector<cublasHandle_t>* handles = new std::vector<cublasHandle_t>();  // never destroyed, see allocator
+  const int device = current_device();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (static_cast<size_t>(device) >= handles->size()) handles->resize(device + 1, nullptr);
+  cublasHandle_t& handle = (*handles)[device];
+  if (handle == nullptr) {
+    MINIDET_CUBLAS_CHECK(cublasCreate(&handle));
+    MINIDET_CUBLAS_CHECK(cublasSetStream(handle, current_stream()));
+  }
+  return handle;
+}
+
+int multiprocessor_count() {
+  static std::mutex mutex;
+  static std::vector<int> counts;
+  const int device = current_device();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (static_cast<size_t>(device) >= counts.size()) counts.resize(device + 1, 0);
+  if (counts[device] == 0) {
+    MINIDET_CUDA_CHECK(cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
+  }
+  return counts[device];
+}
+
+DeviceGuard::DeviceGuard(const Device& device) {
+  MINIDET_CHECK(device.is_cuda(), "DeviceGuard: expected a CUDA device, got ", device);
+  MINIDET_CHECK(device.index >= 0 && device.index < device_count(), "DeviceGuard: ", device,
+                " does not exist (", device_count(), " GPUs visible)");
+  previous_ = current_device();
+  if (previous_ != device.index) MINIDET_CUDA_CHECK(cudaSetDevice(device.index));
+}
+
+DeviceGuard::~DeviceGuard() {
+  int now = -1;
+  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
+}
+
+void check_launch(const char* kernel_name, const char* file, int line) {
+  cudaError_t err = cudaGetLastError();
+  static const bool sync_checks = [] {
+    const char* env = std::getenv("MINIDET_CUDA_SYNC_CHECKS");
+    return env != nullptr && env[0] == '1';
+  }();
+  if (err == cudaSuccess && sync_checks) err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) {
+    detail::throw_error(detail::compose("CUDA kernel ", kernel_name, " failed: ", cudaGetErrorName(err), " (",
+                                        cudaGetErrorString(err), ")"),
+                        file, line);
+  }
+}
+
+const char* cublas_status_name(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "unknown cuBLAS status";
+  }
+}
+
+#else  // CPU-only build
+
+int device_count() { return 0; }
+bool is_available() { return false; }
+void synchronize() {}
+
+#endif
+
+}  // namespace minidet::cuda

@@ -1,0 +1,32 @@
+// Launch configuration for the one-thread-per-element kernels that most ops use.
+//
+//   const int64_t n = output.numel();
+//   my_kernel<<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(n, ...);
+//   MINIDET_CUDA_LAUNCH_CHECK("my_kernel");
+//
+//   __global__ void my_kernel(int64_t n, ...) {
+//     MINIDET_KERNEL_LOOP(i, n) { ... }   // grid-stride: any n works with a capped grid
+//   }
+#pragma once
+
+#include <cstdint>
+
+namespace minidet::cuda {
+
+constexpr int kThreadsPerBlock = 256;
+// Enough blocks to fill any current GPU many times over; the grid-stride loop covers the rest.
+constexpr int64_t kMaxBlocks = 65535;
+
+inline unsigned blocks_for(int64_t n, int threads = kThreadsPerBlock) {
+  int64_t blocks = (n + threads - 1) / threads;
+  if (blocks < 1) blocks = 1;
+  if (blocks > kMaxBlocks) blocks = kMaxBlocks;
+  return static_cast<unsigned>(blocks);
+}
+
+}  // namespace minidet::cuda
+
+// 64-bit grid-stride loop: index arithmetic never overflows for tensors past 2^31 elements.
+#define MINIDET_KERNEL_LOOP(i, n)                                                         \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)

@@ -1,0 +1,21 @@
+#include "core/storage.h"
+
+namespace minidet {
+namespace {
+std::atomic<int64_t> g_live_storages{0};
+}
+
+StorageImpl::StorageImpl(size_t nbytes, Device device)
+    : nbytes_(nbytes), device_(device), allocator_(allocator_for(device)) {
+  data_ = allocator_->allocate(nbytes);
+  g_live_storages.fetch_add(1, std::memory_order_relaxed);
+}
+
+StorageImpl::~StorageImpl() {
+  if (data_ != nullptr) allocator_->deallocate(data_);
+  g_live_storages.fetch_sub(1, std::memory_order_relaxed);
+}
+
+int64_t StorageImpl::live_count() { return g_live_storages.load(std::memory_order_relaxed); }
+
+}  // namespace minidet

@@ -1,0 +1,46 @@
+// Storage: one reference-counted buffer of bytes on one device.
+//
+// Tensors are views over a Storage (sizes, strides, offset). Several tensors may share one Storage, so the
+// buffer is freed when the last of them goes away. The version counter is bumped by every in-place write;
+// autograd records it when it saves a tensor and refuses to use the tensor if it changed by backward time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "core/allocator.h"
+#include "core/device.h"
+
+namespace minidet {
+
+class StorageImpl {
+ public:
+  StorageImpl(size_t nbytes, Device device);
+  ~StorageImpl();
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  const Device& device() const { return device_; }
+
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
+  // How many StorageImpl objects exist right now (for leak tests of the autograd graph).
+  static int64_t live_count();
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  Device device_;
+  Allocator* allocator_ = nullptr;
+  std::atomic<uint64_t> version_{0};
+};
+
+using Storage = std::shared_ptr<StorageImpl>;
+
+inline Storage make_storage(size_t nbytes, Device device) { return std::make_shared<StorageImpl>(nbytes, device); }
+
+}  // namespace minidet

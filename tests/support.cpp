@@ -1,0 +1,36 @@
+#include "tests/support.h"
+
+#include <cmath>
+
+namespace minidet::test {
+
+bool cuda_available() {
+  static const bool available = cuda::is_available();
+  return available;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
+  return worst;
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  if (a.sizes() != b.sizes()) {
+    MESSAGE("shape mismatch: " << detail::compose(a.sizes()) << " vs " << detail::compose(b.sizes()));
+    return false;
+  }
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    const bool both_nan = std::isnan(x[i]) && std::isnan(y[i]);
+    if (!both_nan && !(std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i]))) {
+      MESSAGE("element " << i << ": " << x[i] << " vs " << y[i] << " (|diff| " << std::fabs(x[i] - y[i]) << ")");
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace minidet::test

@@ -1,0 +1,39 @@
+// Helpers shared by the tests: CUDA case declaration, tensor comparison, error-message checks.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/cuda/availability.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace minidet::test {
+
+// Asked once, at registration time, so doctest can mark CUDA cases as skipped before running anything.
+bool cuda_available();
+
+// Largest |a - b| over all elements (both converted to float64 on the host). Shapes must match.
+double max_abs_diff(const Tensor& a, const Tensor& b);
+// max |a - b| <= atol + rtol * |b| elementwise; on failure, prints the worst element.
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+
+}  // namespace minidet::test
+
+// A test case that needs a GPU. Without one it is reported as skipped, never as passed.
+#define MINIDET_CUDA_TEST_CASE(name) TEST_CASE(name * doctest::skip(!::minidet::test::cuda_available()))
+
+// Checks that `expr` throws minidet::Error whose message contains `fragment`.
+#define CHECK_THROWS_CONTAINING(expr, fragment)                                                    \
+  do {                                                                                             \
+    bool minidet_threw_ = false;                                                                   \
+    try {                                                                                          \
+      (void)(expr);                                                                                \
+    } catch (const ::minidet::Error& e) {                                                          \
+      minidet_threw_ = true;                                                                       \
+      INFO("message: " << e.what());                                                               \
+      CHECK(std::string(e.what()).find(fragment) != std::string::npos);                            \
+    }                                                                                              \
+    CHECK_MESSAGE(minidet_threw_, "expected minidet::Error from: " #expr);                         \
+  } while (0)
