@@ -59,6 +59,18 @@ template <> struct DTypeOf<uint8_t> { static constexpr DType value = kUInt8; };
     }                                                     \
   }()
 
+// Every dtype with arithmetic (all but bool).
+#define MINIDET_DISPATCH_NUMERIC(DT, NAME, ...)           \
+  [&] {                                                   \
+    switch (DT) {                                         \
+      MINIDET_DTYPE_CASE(Float32, float, __VA_ARGS__)     \
+      MINIDET_DTYPE_CASE(Float64, double, __VA_ARGS__)    \
+      MINIDET_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)     \
+      MINIDET_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)     \
+      MINIDET_DISPATCH_FAIL(DT, NAME, "a numeric dtype (not bool)"); \
+    }                                                     \
+  }()
+
 #define MINIDET_DISPATCH_ALL(DT, NAME, ...)               \
   [&] {                                                   \
     switch (DT) {                                         \

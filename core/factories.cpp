@@ -1,5 +1,6 @@
 #include "core/factories.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -52,7 +53,10 @@ Tensor arange(double start, double end, double step, const TensorOptions& option
 Tensor rand(const Shape& shape, const TensorOptions& options, Generator* generator) {
   MINIDET_CHECK(is_floating(options.dtype), "rand: expected a floating dtype, got ", options.dtype);
   Generator& g = pick(generator);
-  return host_generated(shape, options, [&](int64_t) { return g.next_uniform(); });
+  // A double draw above 1 - 2^-25 rounds to 1.0f, which would break [0, 1) for float32. Clamp those draws to
+  // the largest float below 1 (0x1.fffffep-1); float64 draws are left untouched.
+  const double high = options.dtype == kFloat32 ? 0x1.fffffep-1 : 1.0;
+  return host_generated(shape, options, [&](int64_t) { return std::min(g.next_uniform(), high); });
 }
 
 Tensor randn(const Shape& shape, const TensorOptions& options, Generator* generator) {

@@ -277,6 +277,8 @@ Tensor Tensor::expand(const Shape& shape) const {
       new_sizes[i] = old_size;
       new_strides[i] = strides()[old_i];
     } else {
+      // Without this, expand({-2}) would make a tensor with a negative size (and a negative numel).
+      MINIDET_CHECK(want >= 0, "Tensor::expand: invalid size ", shape[i], " in ", shape);
       MINIDET_CHECK(old_size == 1, "Tensor::expand: cannot expand shape ", sizes(), " to ", shape, " (dim ",
                     old_i, " has size ", old_size, ", only size-1 dims broadcast)");
       new_sizes[i] = want;
@@ -334,6 +336,11 @@ Tensor Tensor::as_strided(const Shape& new_sizes, const Shape& new_strides, int6
   MINIDET_CHECK(last < capacity, "Tensor::as_strided: the view reaches element ", last,
                 " but the storage holds ", capacity);
   return make_view(*this, new_sizes, new_strides, offset);
+}
+
+Tensor Tensor::detach() const {
+  check_defined("detach");
+  return make_view(*this, sizes(), strides(), storage_offset());
 }
 
 // ---- autograd state -------------------------------------------------------------------------------------

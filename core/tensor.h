@@ -107,6 +107,8 @@ class Tensor {
   Tensor to(const Device& device) const;  // itself if already there
   Tensor to(DType dtype) const;
   Tensor to(const TensorOptions& options) const;
+  // A new tensor over the same storage that is cut from the graph: no grad_fn, requires_grad false.
+  Tensor detach() const;
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
 
@@ -126,6 +128,9 @@ class Tensor {
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   AutogradMeta& autograd_meta() const;  // created on first use
   AutogradMeta* autograd_meta_if_exists() const;
+  // Runs backward from this tensor (defined in autograd/engine.cpp; see there). grad defaults to 1 for a
+  // single-element tensor.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
   uint64_t version() const { return storage()->version(); }
   void bump_version() const { storage()->bump_version(); }
 
@@ -161,6 +166,7 @@ struct AutogradMeta {
   std::weak_ptr<autograd::Node> grad_accumulator;  // the leaf's gradient sink, shared by all its uses
   bool retains_grad = false;                     // a non-leaf that also stores .grad
   std::vector<std::function<Tensor(const Tensor&)>> hooks;  // may inspect or replace the gradient
+  std::string name;                              // optional label for traces and DOT graphs
 };
 
 // Row-major strides of a contiguous tensor of `sizes`.

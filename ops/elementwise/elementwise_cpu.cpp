@@ -1,0 +1,91 @@
+#include "core/strided_indexer.h"
+#include "ops/elementwise/elementwise_kernels.h"
+
+namespace minidet::ops::detail {
+namespace {
+
+constexpr int64_t kParallelAbove = 32768;
+
+template <typename T>
+void unary_loop(UnaryOp op, T* out, const T* in, const StridedIndexer<2>& ix, int64_t n, double a, double b) {
+#pragma omp parallel for if (n > kParallelAbove)
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off[2];
+    ix.offsets(i, off);
+    out[off[0]] = apply_unary<T>(op, in[off[1]], a, b);
+  }
+}
+
+template <typename T, typename Out, typename F>
+void binary_loop(Out* out, const T* x, const T* y, const StridedIndexer<3>& ix, int64_t n, F f) {
+#pragma omp parallel for if (n > kParallelAbove)
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off[3];
+    ix.offsets(i, off);
+    out[off[0]] = f(x[off[1]], y[off[2]]);
+  }
+}
+
+StridedIndexer<3> indexer3(const Tensor& out, const Tensor& x, const Tensor& y) {
+  const Shape* strides[3] = {&out.strides(), &x.strides(), &y.strides()};
+  return make_indexer<3>(out.sizes(), strides);
+}
+
+}  // namespace
+
+void unary_cpu(UnaryOp op, const Tensor& out, const Tensor& in, double a, double b) {
+  const Shape* strides[2] = {&out.strides(), &in.strides()};
+  const StridedIndexer<2> ix = make_indexer<2>(out.sizes(), strides);
+  MINIDET_DISPATCH_FLOATING(out.dtype(), "elementwise", [&] {
+    unary_loop<scalar_t>(op, out.data<scalar_t>(), in.data<scalar_t>(), ix, out.numel(), a, b);
+  });
+}
+
+void binary_cpu(BinaryOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
+  const StridedIndexer<3> ix = indexer3(out, x, y);
+  MINIDET_DISPATCH_NUMERIC(out.dtype(), "elementwise", [&] {
+    binary_loop<scalar_t, scalar_t>(out.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), ix, out.numel(),
+                                    [op](scalar_t p, scalar_t q) { return apply_binary(op, p, q); });
+  });
+}
+
+void compare_cpu(CompareOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
+  const StridedIndexer<3> ix = indexer3(out, x, y);
+  MINIDET_DISPATCH_ALL(x.dtype(), "compare", [&] {
+    binary_loop<scalar_t, bool>(out.data<bool>(), x.data<scalar_t>(), y.data<scalar_t>(), ix, out.numel(),
+                                [op](scalar_t p, scalar_t q) { return apply_compare(op, p, q); });
+  });
+}
+
+// The device switch for all three families.
+void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in, double a, double b) {
+  if (out.numel() == 0) return;
+  if (out.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return unary_cuda(op, out, in, a, b);
+#endif
+  }
+  unary_cpu(op, out, in, a, b);
+}
+
+void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
+  if (out.numel() == 0) return;
+  if (out.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return binary_cuda(op, out, x, y);
+#endif
+  }
+  binary_cpu(op, out, x, y);
+}
+
+void compare_kernel(CompareOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
+  if (out.numel() == 0) return;
+  if (out.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return compare_cuda(op, out, x, y);
+#endif
+  }
+  compare_cpu(op, out, x, y);
+}
+
+}  // namespace minidet::ops::detail

@@ -1,0 +1,42 @@
+// Raw matrix products for every op that needs one (matmul, bmm, linear, conv2d's im2col lowering):
+// Eigen on the CPU, cuBLAS on CUDA. Not recorded by autograd.
+//
+//   gemm(a, b, c, alpha, beta):   c = alpha * a @ b + beta * c
+//
+// a (m, k), b (k, n), c (m, n) are 2-D tensors. a and b may be transposed views (a.t()): a matrix whose
+// column stride is 1 is read row-major, one whose row stride is 1 is read as the transpose of a row-major
+// matrix, so .t() never costs a copy; anything else is made contiguous first. c must be row-major with a
+// unit column stride. The batched form takes (batch, m, k) x (batch, k, n) -> (batch, m, n).
+//
+// cuBLAS is column-major. A row-major C = A B is the column-major C^T = B^T A^T, so the CUDA path calls
+// cuBLAS with the operands swapped, and never transposes any data.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace minidet::ops {
+
+void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0, double beta = 0.0);
+void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0, double beta = 0.0);
+
+namespace detail {
+
+// A row-major view of a matrix operand as BLAS sees it: data, leading dimension, and whether to transpose.
+struct MatrixOperand {
+  const void* data;
+  int64_t ld;
+  bool transposed;
+  Tensor keep_alive;  // the contiguous copy, when one had to be made
+};
+// `batch_dims` leading dims are batch (their stride is returned in batch_stride).
+MatrixOperand describe_operand(const Tensor& t, int64_t batch_dims, int64_t* batch_stride);
+
+void gemm_cpu(int64_t batch, int64_t m, int64_t n, int64_t k, const MatrixOperand& a, int64_t a_batch_stride,
+              const MatrixOperand& b, int64_t b_batch_stride, const Tensor& c, double alpha, double beta);
+#if MINIDET_WITH_CUDA
+void gemm_cuda(int64_t batch, int64_t m, int64_t n, int64_t k, const MatrixOperand& a, int64_t a_batch_stride,
+               const MatrixOperand& b, int64_t b_batch_stride, const Tensor& c, double alpha, double beta);
+#endif
+
+}  // namespace detail
+}  // namespace minidet::ops
