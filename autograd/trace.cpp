@@ -40,7 +40,12 @@ void BackwardTrace::set_stream(std::ostream* out) { t_trace_stream = out; }
 
 void BackwardTrace::print_step(std::ostream& out, int step, const Node& node, const TensorList& grads_in,
                                const TensorList& grads_out) {
-  out << "[backward " << step << "] " << node.name() << "  (node #" << node.sequence_nr() << ")\n";
+  out << "[backward " << step << "] " << node.name();
+  if (const auto* sink = dynamic_cast<const AccumulateGrad*>(&node)) {  // say which leaf receives it
+    const AutogradMeta* meta = sink->leaf().autograd_meta_if_exists();
+    if (meta && !meta->name.empty()) out << " -> " << meta->name << ".grad";
+  }
+  out << "  (node #" << node.sequence_nr() << ")\n";
   for (size_t i = 0; i < grads_in.size(); ++i) print_grad(out, "in ", i, grads_in[i]);
   for (size_t i = 0; i < grads_out.size(); ++i) print_grad(out, "out", i, grads_out[i]);
 }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what minidet needs to build on Debian/Ubuntu, and only what is missing.
+# As root it uses apt-get; otherwise sudo when available; else it lists the missing packages and fails.
+# CUDA is optional: with nvcc present (e.g. /usr/local/cuda/bin/nvcc) the CUDA kernels are built too.
+set -euo pipefail
+
+missing=()
+need() {  # need <package> <file or command that proves it is there>
+  local package=$1 probe=$2
+  if [[ $probe == /* ]]; then [[ -e $probe ]] || missing+=("$package")
+  else command -v "$probe" >/dev/null 2>&1 || missing+=("$package"); fi
+}
+need cmake cmake
+need g++ g++
+need make make
+need libeigen3-dev /usr/include/eigen3/Eigen/Core
+need doctest-dev /usr/include/doctest/doctest.h
+need nlohmann-json3-dev /usr/include/nlohmann/json.hpp
+need libpng-dev /usr/include/png.h
+need libjpeg-dev /usr/include/jpeglib.h
+need libcli11-dev /usr/include/CLI/CLI.hpp
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all build dependencies are present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+if [[ $(id -u) -eq 0 ]]; then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+elif command -v sudo >/dev/null 2>&1; then
+  sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+else
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run as root, or: apt-get install ${missing[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's test command: installs dependencies, builds (CUDA kernels too when nvcc is present) and runs
+# the whole doctest suite through CTest. Without a GPU the cuda/* cases are listed as Skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake --preset release
+cmake --build --preset release -j "$jobs"
+ctest --preset release -j "$jobs"
