@@ -64,7 +64,7 @@ void check_writable(const Tensor& t, const char* what) {
 
 }  // namespace
 
-Tensor& Tensor::copy_(const Tensor& src) {
+const Tensor& Tensor::copy_(const Tensor& src) const {
   check_defined("copy_");
   MINIDET_CHECK(src.defined(), "Tensor::copy_: the source tensor is undefined");
   check_writable(*this, "copy_");
@@ -89,7 +89,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   return *this;
 }
 
-Tensor& Tensor::fill_(double value) {
+const Tensor& Tensor::fill_(double value) const {
   check_defined("fill_");
   check_writable(*this, "fill_");
   if (device().is_cpu()) {

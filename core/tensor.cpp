@@ -343,6 +343,17 @@ Tensor Tensor::detach() const {
   return make_view(*this, sizes(), strides(), storage_offset());
 }
 
+void Tensor::set_data(const Tensor& other) const {
+  check_defined("set_data");
+  MINIDET_CHECK(other.defined(), "Tensor::set_data: the new data is undefined");
+  impl_->storage = other.storage();
+  impl_->sizes = other.sizes();
+  impl_->strides = other.strides();
+  impl_->storage_offset = other.storage_offset();
+  impl_->dtype = other.dtype();
+  impl_->numel = other.numel();
+}
+
 // ---- autograd state -------------------------------------------------------------------------------------
 
 AutogradMeta& Tensor::autograd_meta() const {

@@ -112,11 +112,16 @@ class Tensor {
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
 
+  // Makes this tensor use other's storage, sizes, strides and dtype, keeping its identity and autograd
+  // state (like PyTorch's set_data). Module::to() uses it so every handle to a parameter follows the move.
+  void set_data(const Tensor& other) const;
+
   // ---- in place: bump the storage version ----------------------------------------------------------
-  Tensor& fill_(double value);
-  Tensor& zero_() { return fill_(0.0); }
+  // Tensor is a handle, so writing through a const handle is allowed (as in LibTorch).
+  const Tensor& fill_(double value) const;
+  const Tensor& zero_() const { return fill_(0.0); }
   // Copies src into this tensor: src broadcasts to this shape, converts dtype, may be on another device.
-  Tensor& copy_(const Tensor& src);
+  const Tensor& copy_(const Tensor& src) const;
 
   // ---- autograd state (the engine that uses it lives in autograd/) ----------------------------------
   bool requires_grad() const;

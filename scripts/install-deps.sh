@@ -18,7 +18,7 @@ need doctest-dev /usr/include/doctest/doctest.h
 need nlohmann-json3-dev /usr/include/nlohmann/json.hpp
 need libpng-dev /usr/include/png.h
 need libjpeg-dev /usr/include/jpeglib.h
-need libcli11-dev /usr/include/CLI/CLI.hpp
+need libcli11-dev /usr/include/CLI/CLI.hpp  # examples: command lines
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all build dependencies are present"

@@ -1,0 +1,127 @@
+#include "data/image/draw.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "data/image/font.h"
+
+namespace minidet::data {
+
+void fill_rect(Image& image, int64_t x1, int64_t y1, int64_t x2, int64_t y2, Color color) {
+  x1 = std::max<int64_t>(x1, 0);
+  y1 = std::max<int64_t>(y1, 0);
+  x2 = std::min(x2, image.width);
+  y2 = std::min(y2, image.height);
+  for (int64_t y = y1; y < y2; ++y)
+    for (int64_t x = x1; x < x2; ++x) image.set(x, y, color);
+}
+
+void draw_box(Image& image, const Box& box, Color color, int thickness) {
+  if (!is_finite(box)) return;
+  // Pixel columns that the continuous box touches: [floor(x1), ceil(x2)).
+  const auto left = static_cast<int64_t>(std::floor(box.x1));
+  const auto top = static_cast<int64_t>(std::floor(box.y1));
+  const auto right = std::max(left + 1, static_cast<int64_t>(std::ceil(box.x2)));
+  const auto bottom = std::max(top + 1, static_cast<int64_t>(std::ceil(box.y2)));
+  fill_rect(image, left, top, right, top + thickness, color);
+  fill_rect(image, left, bottom - thickness, right, bottom, color);
+  fill_rect(image, left, top, left + thickness, bottom, color);
+  fill_rect(image, right - thickness, top, right, bottom, color);
+}
+
+void draw_text(Image& image, int64_t x, int64_t y, const std::string& text, Color ink, int scale) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto& rows = glyph_rows(text[i]);
+    const int64_t glyph_x = x + static_cast<int64_t>(i) * kGlyphAdvance * scale;
+    for (int row = 0; row < kGlyphHeight; ++row)
+      for (int column = 0; column < kGlyphWidth; ++column)
+        if (rows[row] & (1u << (4 - column)))
+          fill_rect(image, glyph_x + column * scale, y + row * scale, glyph_x + (column + 1) * scale,
+                    y + (row + 1) * scale, ink);
+  }
+}
+
+int64_t text_width(const std::string& text, int scale) {
+  return text.empty() ? 0 : (static_cast<int64_t>(text.size()) * kGlyphAdvance - 1) * scale;
+}
+
+Image zoom_image(const Image& image, int factor) {
+  MINIDET_CHECK(factor >= 1, "zoom_image: factor must be at least 1, got ", factor);
+  Image zoomed(image.width * factor, image.height * factor);
+  for (int64_t y = 0; y < zoomed.height; ++y)
+    for (int64_t x = 0; x < zoomed.width; ++x) zoomed.set(x, y, image.color_at(x / factor, y / factor));
+  return zoomed;
+}
+
+Color class_color(int64_t label) {
+  static const Color kPalette[] = {{230, 25, 75},  {60, 180, 75},  {0, 130, 200},  {245, 130, 48},
+                                   {145, 30, 180}, {70, 240, 240}, {240, 50, 230}, {210, 245, 60},
+                                   {250, 190, 212}, {0, 128, 128}, {170, 110, 40}, {255, 225, 25}};
+  const int64_t count = static_cast<int64_t>(sizeof(kPalette) / sizeof(kPalette[0]));
+  return kPalette[((label % count) + count) % count];
+}
+
+namespace {
+
+Box scaled(const Box& box, int zoom) { return {box.x1 * zoom, box.y1 * zoom, box.x2 * zoom, box.y2 * zoom}; }
+
+std::string class_name(const std::vector<std::string>& class_names, int64_t label) {
+  if (label >= 1 && label <= static_cast<int64_t>(class_names.size())) return class_names[label - 1];
+  return "class " + std::to_string(label);
+}
+
+constexpr int64_t kTagHeight = kGlyphHeight + 2;
+
+// A tag: text on a filled rectangle whose top-left corner is (left, top).
+void draw_tag(Image& image, int64_t left, int64_t top, const std::string& text, Color background) {
+  fill_rect(image, left, top, left + text_width(text) + 2, top + kTagHeight, background);
+  const bool light = background.r * 299 + background.g * 587 + background.b * 114 > 128000;
+  draw_text(image, left + 1, top + 1, text, light ? Color{0, 0, 0} : Color{255, 255, 255});
+}
+
+}  // namespace
+
+Image draw_detections(const Image& image, const LabelledBoxes& ground_truth, const LabelledBoxes& predictions,
+                      const std::vector<std::string>& class_names, const DrawOptions& options) {
+  MINIDET_CHECK(ground_truth.boxes.size() == ground_truth.labels.size(),
+                "draw_detections: ground truth has ", ground_truth.boxes.size(), " boxes but ",
+                ground_truth.labels.size(), " labels");
+  MINIDET_CHECK(predictions.boxes.size() == predictions.labels.size() &&
+                    predictions.boxes.size() == predictions.scores.size(),
+                "draw_detections: predictions need as many labels and scores as boxes, got ",
+                predictions.boxes.size(), " boxes, ", predictions.labels.size(), " labels, ",
+                predictions.scores.size(), " scores");
+  int zoom = options.zoom;
+  if (zoom <= 0) {
+    const int64_t longer = std::max<int64_t>(1, std::max(image.width, image.height));
+    zoom = static_cast<int>(std::max<int64_t>(1, (256 + longer - 1) / longer));
+  }
+  Image canvas = zoom_image(image, zoom);
+  const Color white{255, 255, 255};
+  for (size_t i = 0; i < ground_truth.boxes.size(); ++i) {
+    const Box box = scaled(ground_truth.boxes[i], zoom);
+    draw_box(canvas, box, white, 1);
+    // Ground-truth tags hang below the box (inside it at the bottom edge), predictions' sit above it.
+    auto top = static_cast<int64_t>(std::ceil(box.y2));
+    if (top + kTagHeight > canvas.height) top -= kTagHeight;
+    draw_tag(canvas, static_cast<int64_t>(std::floor(box.x1)), top,
+             class_name(class_names, ground_truth.labels[i]), white);
+  }
+  for (size_t i = 0; i < predictions.boxes.size(); ++i) {
+    if (predictions.scores[i] < options.min_score) continue;
+    const Box box = scaled(predictions.boxes[i], zoom);
+    const Color color = class_color(predictions.labels[i]);
+    draw_box(canvas, box, color, options.thickness);
+    char score[16];
+    std::snprintf(score, sizeof(score), " %.2f", predictions.scores[i]);
+    auto top = static_cast<int64_t>(std::floor(box.y1)) - kTagHeight;
+    if (top < 0) top += kTagHeight;
+    draw_tag(canvas, static_cast<int64_t>(std::floor(box.x1)), top,
+             class_name(class_names, predictions.labels[i]) + score, color);
+  }
+  return canvas;
+}
+
+}  // namespace minidet::data

@@ -1,0 +1,115 @@
+#include "data/loader/loader.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/factories.h"
+
+namespace minidet::data {
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64's finaliser: unrelated seeds for neighbouring inputs
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options) : dataset_(dataset), options_(std::move(options)) {
+  MINIDET_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be at least 1, got ", options_.batch_size);
+  start_epoch(0);
+}
+
+DataLoader::~DataLoader() {
+  if (pending_.valid()) pending_.wait();
+}
+
+void DataLoader::start_epoch(int64_t epoch) {
+  if (pending_.valid()) pending_.wait();  // the task reads order_, which is about to change
+  pending_ = {};
+  epoch_ = epoch;
+  next_batch_ = 0;
+  order_.resize(static_cast<size_t>(dataset_.size()));
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
+  if (options_.shuffle) {
+    Generator generator(mix(mix(options_.seed) ^ static_cast<uint64_t>(epoch)));
+    for (int64_t i = static_cast<int64_t>(order_.size()) - 1; i > 0; --i)  // Fisher-Yates
+      std::swap(order_[i], order_[generator.next_int(0, i + 1)]);
+  }
+}
+
+int64_t DataLoader::batches_per_epoch() const {
+  const int64_t count = static_cast<int64_t>(order_.size());
+  return options_.drop_last ? count / options_.batch_size : (count + options_.batch_size - 1) / options_.batch_size;
+}
+
+Batch DataLoader::build_batch(int64_t batch_index) const {
+  const int64_t begin = batch_index * options_.batch_size;
+  const int64_t end = std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(order_.size()));
+  std::vector<Sample> samples;
+  std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + end);
+  for (int64_t index : indices) {
+    Sample sample = dataset_.get(index);
+    if (options_.transform) {
+      Generator generator(mix(mix(mix(options_.seed) ^ static_cast<uint64_t>(epoch_)) ^ static_cast<uint64_t>(index)));
+      sample = options_.transform(std::move(sample), generator);
+    }
+    samples.push_back(std::move(sample));
+  }
+  return collate(samples, indices);
+}
+
+void DataLoader::launch(int64_t batch_index) {
+  pending_ = std::async(std::launch::async, [this, batch_index] { return build_batch(batch_index); });
+}
+
+std::optional<Batch> DataLoader::next() {
+  if (next_batch_ >= batches_per_epoch()) return std::nullopt;
+  Batch batch;
+  if (pending_.valid()) {
+    std::future<Batch> ready = std::move(pending_);
+    pending_ = {};
+    batch = ready.get();  // rethrows what the background build threw
+  } else {
+    batch = build_batch(next_batch_);
+  }
+  ++next_batch_;
+  if (options_.prefetch && next_batch_ < batches_per_epoch()) launch(next_batch_);
+  return batch;
+}
+
+Batch collate(const std::vector<Sample>& samples, const std::vector<int64_t>& indices) {
+  MINIDET_CHECK(samples.size() == indices.size(), "collate: ", samples.size(), " samples but ", indices.size(),
+                " indices");
+  Batch batch;
+  batch.indices = indices;
+  int64_t height = 0, width = 0;
+  for (const Sample& sample : samples) {
+    height = std::max(height, sample.image.height);
+    width = std::max(width, sample.image.width);
+  }
+  const int64_t count = static_cast<int64_t>(samples.size());
+  batch.images = zeros({count, 3, height, width});
+  float* pixels = batch.images.data<float>();
+  for (int64_t b = 0; b < count; ++b) {
+    const Sample& sample = samples[b];
+    check_sample(sample, INT64_MAX, "collate: sample " + std::to_string(indices[b]));
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t y = 0; y < sample.image.height; ++y)
+        for (int64_t x = 0; x < sample.image.width; ++x)
+          pixels[((b * 3 + c) * height + y) * width + x] = sample.image.at(x, y)[c] / 255.0f;
+    std::vector<float> corners;
+    for (const Box& box : sample.boxes)
+      for (double value : {box.x1, box.y1, box.x2, box.y2}) corners.push_back(static_cast<float>(value));
+    const int64_t objects = static_cast<int64_t>(sample.boxes.size());
+    batch.boxes.push_back(from_vector<float>(corners, {objects, 4}));
+    batch.labels.push_back(from_vector<int64_t>(sample.labels, {objects}));
+    batch.image_ids.push_back(sample.image_id);
+    batch.image_sizes.push_back({sample.image.height, sample.image.width});
+  }
+  return batch;
+}
+
+}  // namespace minidet::data

@@ -1,0 +1,87 @@
+// DataLoader: shuffled, seeded mini-batches of a Dataset, with the next batch prepared on a background
+// thread while the caller trains on the current one.
+//
+//   LoaderOptions options;
+//   options.batch_size = 8;
+//   options.transform = random_horizontal_flip();
+//   DataLoader loader(dataset, options);
+//   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+//     loader.start_epoch(epoch);
+//     while (auto batch = loader.next()) train_step(batch->images, batch->boxes, batch->labels);
+//   }
+//
+// Determinism: epoch e visits the dataset in a permutation drawn from a Generator seeded by (seed, e), and
+// the transform of sample i in epoch e draws from a Generator seeded by (seed, e, i). Nothing depends on when
+// the background thread runs, so the same seed gives the same batches with or without prefetching.
+//
+// Prefetching is one std::async task at a time: next() takes the finished batch k and starts batch k + 1.
+// An exception thrown while building a batch (say, a corrupt image) reaches the caller from the next() that
+// would have returned it. The dataset must outlive the loader, and its get() must be thread-safe (see
+// data/dataset/dataset.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <future>
+#include <optional>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/dataset/dataset.h"
+#include "data/transforms/transforms.h"
+
+namespace minidet::data {
+
+struct Batch {
+  Tensor images;                 // (B, 3, H, W) float32 in [0, 1], zero-padded at the right and bottom to
+                                 // the largest height and width in the batch
+  std::vector<Tensor> boxes;     // per image, (N_i, 4) float32 (x1, y1, x2, y2)
+  std::vector<Tensor> labels;    // per image, (N_i,) int64 in 1..C
+  std::vector<int64_t> image_ids;
+  std::vector<std::array<int64_t, 2>> image_sizes;  // per image (height, width) before padding
+  std::vector<int64_t> indices;  // dataset indices, in batch order
+
+  int64_t size() const { return static_cast<int64_t>(image_ids.size()); }
+};
+
+struct LoaderOptions {
+  int64_t batch_size = 8;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  bool drop_last = false;  // leave out a final batch smaller than batch_size
+  bool prefetch = true;    // build the next batch on a background thread
+  Transform transform;     // applied to each sample; none when empty
+};
+
+class DataLoader {
+ public:
+  DataLoader(const Dataset& dataset, LoaderOptions options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // Restarts at the first batch of `epoch` (the constructor starts epoch 0). Waits for any prefetch.
+  void start_epoch(int64_t epoch);
+  // The next batch of the current epoch, or nothing once the epoch is over.
+  std::optional<Batch> next();
+
+  int64_t batches_per_epoch() const;
+  int64_t epoch() const { return epoch_; }
+  const std::vector<int64_t>& order() const { return order_; }  // this epoch's dataset indices
+
+ private:
+  Batch build_batch(int64_t batch_index) const;
+  void launch(int64_t batch_index);
+
+  const Dataset& dataset_;
+  LoaderOptions options_;
+  int64_t epoch_ = 0;
+  int64_t next_batch_ = 0;
+  std::vector<int64_t> order_;
+  std::future<Batch> pending_;  // the prefetched batch next_batch_, when valid
+};
+
+// Stacks samples into a Batch (no transform). Exposed for tests and custom loops.
+Batch collate(const std::vector<Sample>& samples, const std::vector<int64_t>& indices);
+
+}  // namespace minidet::data

@@ -1,0 +1,87 @@
+#include "nn/optim/adam.h"
+
+#include <cmath>
+#include <map>
+
+#include "core/factories.h"
+#include "nn/optim/optim_kernels.h"
+
+namespace minidet::nn {
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Optimizer(std::move(groups)), options_(options) {
+  MINIDET_CHECK(options_.beta1 >= 0 && options_.beta1 < 1 && options_.beta2 >= 0 && options_.beta2 < 1,
+                "Adam: betas must lie in [0, 1), got ", options_.beta1, " and ", options_.beta2);
+  MINIDET_CHECK(options_.eps >= 0, "Adam: negative eps ", options_.eps);
+  for (const ParamGroup& group : groups_) state_.emplace_back(group.params.size());
+}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const ParamGroup& group = groups_[g];
+    for (size_t i = 0; i < group.params.size(); ++i) {
+      const Tensor& p = group.params[i];
+      const Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      ParamState& s = state_[g][i];
+      if (!s.exp_avg.defined()) {
+        s.exp_avg = zeros(p.sizes(), p.options());
+        s.exp_avg_sq = zeros(p.sizes(), p.options());
+      }
+      ++s.step;
+      const double t = static_cast<double>(s.step);
+      detail::adam_update(p, grad.contiguous(), s.exp_avg, s.exp_avg_sq,
+                          {group.lr, options_.beta1, options_.beta2, options_.eps, group.weight_decay,
+                           options_.decoupled_weight_decay, 1 - std::pow(options_.beta1, t),
+                           1 - std::pow(options_.beta2, t)});
+    }
+  }
+}
+
+NamedTensors Adam::state() const {
+  NamedTensors out;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (size_t i = 0; i < groups_[g].params.size(); ++i) {
+      const ParamState& s = state_[g][i];
+      if (!s.exp_avg.defined()) continue;
+      const std::string prefix = "group" + std::to_string(g) + ".param" + std::to_string(i) + ".";
+      out.emplace_back(prefix + "step", from_vector<int64_t>({s.step}));
+      out.emplace_back(prefix + "exp_avg", s.exp_avg);
+      out.emplace_back(prefix + "exp_avg_sq", s.exp_avg_sq);
+    }
+  }
+  return out;
+}
+
+void Adam::load_state(const NamedTensors& state) {
+  // Validate every entry before touching anything.
+  std::vector<StateKey> keys;
+  for (const auto& [name, value] : state) {
+    const bool is_step = name.size() >= 5 && name.compare(name.size() - 5, 5, ".step") == 0;
+    keys.push_back(parse_state_name(name, value, /*like_param=*/!is_step));
+    const std::string& what = keys.back().what;
+    MINIDET_CHECK(what == "step" || what == "exp_avg" || what == "exp_avg_sq", "Adam state: unknown entry '",
+                  name, "'");
+    if (is_step)
+      MINIDET_CHECK(value.dtype() == kInt64 && value.numel() == 1, "Adam state: '", name,
+                    "' must be one int64");
+  }
+  // Each parameter that has state must have all three entries.
+  std::map<std::pair<size_t, size_t>, int> entries;
+  for (const StateKey& key : keys) entries[{key.group, key.param}]++;
+  for (const auto& [param, count] : entries)
+    MINIDET_CHECK(count == 3, "Adam state: group", param.first, ".param", param.second, " has ", count,
+                  " of its 3 entries (step, exp_avg, exp_avg_sq)");
+  for (auto& group : state_)
+    for (ParamState& s : group) s = ParamState();
+  for (size_t k = 0; k < keys.size(); ++k) {
+    ParamState& s = state_[keys[k].group][keys[k].param];
+    const Tensor& p = groups_[keys[k].group].params[keys[k].param];
+    const Tensor& value = state[k].second;
+    if (keys[k].what == "step") s.step = value.item<int64_t>();
+    else if (keys[k].what == "exp_avg") s.exp_avg = value.to(p.options()).clone();
+    else s.exp_avg_sq = value.to(p.options()).clone();
+  }
+}
+
+}  // namespace minidet::nn

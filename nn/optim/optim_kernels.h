@@ -1,0 +1,35 @@
+// Fused parameter updates: each reads a parameter, its gradient and its state once and writes them once.
+// CPU loops and CUDA kernels implement the same per-element formulas (see sgd.h and adam.h).
+#pragma once
+
+#include "core/tensor.h"
+
+namespace minidet::nn::detail {
+
+struct SgdStep {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov;
+  bool first_step;  // the momentum buffer starts as the first gradient, not as zeros
+};
+
+struct AdamStep {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool decoupled_weight_decay;  // AdamW
+  double bias_correction1, bias_correction2;  // 1 - beta^t
+};
+
+// momentum_buffer may be undefined when momentum == 0.
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const AdamStep& s);
+
+void sgd_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
+void adam_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                     const AdamStep& s);
+#if MINIDET_WITH_CUDA
+void sgd_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
+void adam_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                      const AdamStep& s);
+#endif
+
+}  // namespace minidet::nn::detail

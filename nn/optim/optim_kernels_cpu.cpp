@@ -1,0 +1,61 @@
+#include "nn/optim/optim_kernels.h"
+#include "nn/optim/optim_math.h"
+
+namespace minidet::nn::detail {
+namespace {
+
+template <typename T>
+void sgd_loop(T* p, const T* g, T* buf, int64_t n, const SgdStep& s) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) sgd_element<T>(p[i], g[i], buf ? buf + i : nullptr, s);
+}
+
+template <typename T>
+void adam_loop(T* p, const T* g, T* m, T* v, int64_t n, const AdamStep& s) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) adam_element<T>(p[i], g[i], m[i], v[i], s);
+}
+
+}  // namespace
+
+void sgd_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdStep& s) {
+  MINIDET_DISPATCH_FLOATING(param.dtype(), "sgd", [&] {
+    sgd_loop<scalar_t>(param.data<scalar_t>(), grad.data<scalar_t>(), buf.defined() ? buf.data<scalar_t>() : nullptr,
+                       param.numel(), s);
+  });
+}
+
+void adam_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamStep& s) {
+  MINIDET_DISPATCH_FLOATING(param.dtype(), "adam", [&] {
+    adam_loop<scalar_t>(param.data<scalar_t>(), grad.data<scalar_t>(), m.data<scalar_t>(), v.data<scalar_t>(),
+                        param.numel(), s);
+  });
+}
+
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdStep& s) {
+  MINIDET_CHECK(grad.is_contiguous() && grad.sizes() == param.sizes(), "sgd: gradient of shape ", grad.sizes(),
+                " does not match the parameter ", param.sizes(), " (or is not contiguous)");
+  if (param.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    sgd_update_cuda(param, grad, buf, s);
+#endif
+  } else {
+    sgd_update_cpu(param, grad, buf, s);
+  }
+  param.bump_version();
+}
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamStep& s) {
+  MINIDET_CHECK(grad.is_contiguous() && grad.sizes() == param.sizes(), "adam: gradient of shape ", grad.sizes(),
+                " does not match the parameter ", param.sizes(), " (or is not contiguous)");
+  if (param.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    adam_update_cuda(param, grad, m, v, s);
+#endif
+  } else {
+    adam_update_cpu(param, grad, m, v, s);
+  }
+  param.bump_version();
+}
+
+}  // namespace minidet::nn::detail

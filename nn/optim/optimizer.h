@@ -1,0 +1,60 @@
+// Optimizer: updates parameters from their .grad(), group by group.
+//
+// Parameters come in groups, each with its own learning rate and weight decay, so that (as detectron2 does)
+// norm-layer and bias parameters can skip weight decay:
+//
+//   nn::SGDOptions options;
+//   options.momentum = 0.9;
+//   nn::SGD sgd({{decay_params, /*lr=*/0.02, /*weight_decay=*/1e-4},
+//                {norm_and_bias_params, 0.02, 0.0}}, options);
+//   loss.backward(); sgd.step(); sgd.zero_grad();
+//
+// Parameters whose .grad() is undefined are skipped (they took no part in this step's loss). Updates run
+// under no-grad through fused kernels (one pass per parameter: read p, g and state, write p and state).
+// state() names every state tensor for checkpoints; load_state() checks them all before changing any.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/module/module.h"
+
+namespace minidet::nn {
+
+struct ParamGroup {
+  std::vector<Tensor> params;
+  double lr = 0.01;
+  double weight_decay = 0.0;
+};
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<ParamGroup> groups);
+  virtual ~Optimizer() = default;
+
+  virtual void step() = 0;
+  void zero_grad(bool set_to_none = true);
+
+  std::vector<ParamGroup>& param_groups() { return groups_; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+
+  // Every state tensor by a stable name, "group<g>.param<i>.<what>" (e.g. group0.param3.exp_avg).
+  virtual NamedTensors state() const = 0;
+  // Restores state() output; all names and shapes are checked first, so a mismatch changes nothing.
+  virtual void load_state(const NamedTensors& state) = 0;
+
+ protected:
+  // Parses "group<g>.param<i>.<what>" and checks g, i and the shape against that parameter.
+  struct StateKey {
+    size_t group, param;
+    std::string what;
+  };
+  StateKey parse_state_name(const std::string& name, const Tensor& value, bool like_param) const;
+
+  std::vector<ParamGroup> groups_;
+};
+
+// Scales all gradients so that their joint L2 norm is at most max_norm. Returns the norm before clipping.
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm);
+
+}  // namespace minidet::nn

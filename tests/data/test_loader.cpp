@@ -1,0 +1,114 @@
+// The loader: batches cover the dataset once per epoch, in a seeded order, identical with or without the
+// background thread.
+#include <set>
+
+#include "data/loader/loader.h"
+#include "data/shapes/shapes_dataset.h"
+#include "tests/support.h"
+
+using namespace minidet::data;
+
+namespace {
+
+ShapesDataset tiny_shapes() {
+  ShapesOptions options;
+  options.train_images = 21;
+  return ShapesDataset(Split::kTrain, options);
+}
+
+std::vector<int64_t> epoch_order(DataLoader& loader, int64_t epoch) {
+  loader.start_epoch(epoch);
+  std::vector<int64_t> seen;
+  while (auto batch = loader.next()) seen.insert(seen.end(), batch->indices.begin(), batch->indices.end());
+  return seen;
+}
+
+// A dataset whose sample 5 cannot be read, to see the error cross the thread.
+class BrokenDataset : public Dataset {
+ public:
+  int64_t size() const override { return 8; }
+  Sample get(int64_t index) const override {
+    MINIDET_CHECK(index != 5, "BrokenDataset: sample ", index, " is unreadable");
+    Sample sample;
+    sample.image = Image(8, 8);
+    sample.image_id = index + 1;
+    return sample;
+  }
+  std::vector<std::string> class_names() const override { return {"thing"}; }
+};
+
+}  // namespace
+
+TEST_CASE("values/loader: batches hold images boxes and labels") {
+  const ShapesDataset dataset = tiny_shapes();
+  LoaderOptions options;
+  options.batch_size = 4;
+  options.seed = 3;
+  DataLoader loader(dataset, options);
+  CHECK(loader.batches_per_epoch() == 6);
+  auto batch = loader.next();
+  REQUIRE(batch.has_value());
+  CHECK(batch->images.sizes() == minidet::Shape{4, 3, 64, 64});
+  REQUIRE(batch->boxes.size() == 4);
+  for (int64_t b = 0; b < 4; ++b) {
+    const Sample sample = dataset.get(batch->indices[b]);
+    CHECK(batch->image_ids[b] == sample.image_id);
+    CHECK(batch->boxes[b].sizes() == minidet::Shape{static_cast<int64_t>(sample.boxes.size()), 4});
+    CHECK(batch->labels[b].to_vector<int64_t>() == sample.labels);
+    const std::vector<float> corners = batch->boxes[b].to_vector<float>();
+    for (size_t i = 0; i < sample.boxes.size(); ++i) CHECK(corners[4 * i + 2] == float(sample.boxes[i].x2));
+    const std::vector<float> pixels = batch->images.select(0, b).to_vector<float>();
+    CHECK(pixels[64 * 10 + 7] == doctest::Approx(sample.image.at(7, 10)[0] / 255.0));
+  }
+}
+
+TEST_CASE("values/loader: seeded shuffling covers every sample once per epoch") {
+  const ShapesDataset dataset = tiny_shapes();
+  LoaderOptions options;
+  options.batch_size = 5;
+  options.seed = 11;
+  DataLoader loader(dataset, options);
+  const std::vector<int64_t> first = epoch_order(loader, 0), second = epoch_order(loader, 1);
+  CHECK(first.size() == 21);
+  CHECK(std::set<int64_t>(first.begin(), first.end()).size() == 21);
+  CHECK(first != second);
+  CHECK(epoch_order(loader, 0) == first);  // an epoch is a function of (seed, epoch)
+  options.prefetch = false;
+  DataLoader in_line(dataset, options);
+  CHECK(epoch_order(in_line, 1) == second);
+  options.drop_last = true;
+  DataLoader dropping(dataset, options);
+  CHECK(epoch_order(dropping, 0).size() == 20);
+}
+
+TEST_CASE("values/loader: random transforms do not depend on the thread") {
+  const ShapesDataset dataset = tiny_shapes();
+  LoaderOptions options;
+  options.batch_size = 3;
+  options.transform = random_horizontal_flip(0.5);
+  DataLoader prefetching(dataset, options);
+  options.prefetch = false;
+  DataLoader in_line(dataset, options);
+  int64_t batches = 0;
+  while (auto a = prefetching.next()) {
+    auto b = in_line.next();
+    REQUIRE(b.has_value());
+    CHECK(minidet::test::max_abs_diff(a->images, b->images) == 0.0);
+    for (size_t i = 0; i < a->boxes.size(); ++i) CHECK(minidet::test::max_abs_diff(a->boxes[i], b->boxes[i]) == 0.0);
+    ++batches;
+  }
+  CHECK(batches == 7);
+}
+
+TEST_CASE("errors/loader: a failing sample reaches the caller") {
+  const BrokenDataset dataset;
+  LoaderOptions options;
+  options.batch_size = 2;
+  options.shuffle = false;
+  DataLoader loader(dataset, options);
+  CHECK(loader.next().has_value());  // samples 0, 1; batch 2 (samples 4, 5) is not ready to fail yet
+  CHECK(loader.next().has_value());
+  CHECK_THROWS_CONTAINING(loader.next(), "sample 5 is unreadable");
+  options.batch_size = 0;
+  CHECK_THROWS_CONTAINING(DataLoader(dataset, options), "batch_size must be at least 1");
+}
