@@ -85,6 +85,8 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
   NoGradGuard no_grad;  // backward formulas compute gradients; they are not recorded themselves
 
   std::vector<Node*> root_nodes;
+  // Owns the roots' nodes for the whole backward: a leaf root's AccumulateGrad is otherwise held only weakly.
+  std::vector<std::shared_ptr<Node>> root_owners;
   std::unordered_map<Node*, InputBuffer> buffers;
   for (size_t r = 0; r < roots.size(); ++r) {
     const Tensor& root = roots[r];
@@ -101,6 +103,7 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
                   "backward: gradient ", grad.sizes(), " ", grad.dtype(), " on ", grad.device(),
                   " does not match root ", root.sizes(), " ", root.dtype(), " on ", root.device());
     const Edge edge = gradient_edge(root);
+    root_owners.push_back(edge.node);
     auto [it, fresh] = buffers.try_emplace(edge.node.get(), edge.node->output_meta.size());
     it->second.add(edge.input_nr, grad);
     if (fresh) root_nodes.push_back(edge.node.get());

@@ -81,16 +81,25 @@ Tensor randperm(int64_t n, const TensorOptions& options, Generator* generator) {
 }
 
 template <typename T>
+Tensor from_vector(const std::vector<T>& values) {
+  return from_vector<T>(values, {static_cast<int64_t>(values.size())});
+}
+
+template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
-  const Shape actual = shape.empty() ? Shape{static_cast<int64_t>(values.size())} : shape;
-  MINIDET_CHECK(shape_numel(actual) == static_cast<int64_t>(values.size()), "from_vector: ", values.size(),
-                " values do not fill shape ", actual);
-  Tensor t = make_tensor(actual, DTypeOf<T>::value);
+  MINIDET_CHECK(shape_numel(shape) == static_cast<int64_t>(values.size()), "from_vector: ", values.size(),
+                " values do not fill shape ", shape);
+  Tensor t = make_tensor(shape, DTypeOf<T>::value);
   T* out = t.data<T>();
   for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];  // std::vector<bool> has no data()
   return t;
 }
 
+template Tensor from_vector<float>(const std::vector<float>&);
+template Tensor from_vector<double>(const std::vector<double>&);
+template Tensor from_vector<int64_t>(const std::vector<int64_t>&);
+template Tensor from_vector<bool>(const std::vector<bool>&);
+template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&);
 template Tensor from_vector<float>(const std::vector<float>&, const Shape&);
 template Tensor from_vector<double>(const std::vector<double>&, const Shape&);
 template Tensor from_vector<int64_t>(const std::vector<int64_t>&, const Shape&);

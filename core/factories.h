@@ -35,10 +35,12 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOption
                Generator* generator = nullptr);
 Tensor randperm(int64_t n, const TensorOptions& options = kInt64, Generator* generator = nullptr);
 
-// A tensor holding `values` with `shape` (a 1-D tensor when shape is empty and values has any length).
+// A 1-D tensor holding `values`; with a shape, exactly that shape ({} is a 0-dim tensor of one value).
 // The dtype follows T; options.dtype converts afterwards when given.
 template <typename T>
-Tensor from_vector(const std::vector<T>& values, const Shape& shape = {});
+Tensor from_vector(const std::vector<T>& values);
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape);
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& options) {
   return from_vector<T>(values, shape).to(options);

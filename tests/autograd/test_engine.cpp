@@ -201,3 +201,9 @@ TEST_CASE("errors/anomaly: anomaly mode names the op that produced NaN and where
   Tensor z = sqrt(x);
   CHECK_THROWS_CONTAINING(z.backward(ones({2}, kFloat64)), "created at");
 }
+
+TEST_CASE("values/engine: backward rooted at a leaf accumulates into its own grad") {
+  Tensor x = leaf({1.0, 2.0});
+  x.backward(from_vector<double>({3.0, 4.0}));  // the leaf's sink exists only for this backward
+  CHECK(grad_of(x) == std::vector<double>{3.0, 4.0});
+}

@@ -4,6 +4,7 @@
 #include "core/factories.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/unary.h"
+#include "ops/reduction/reduction.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -94,4 +95,11 @@ TEST_CASE("errors/gradcheck: rejects float32 inputs and inputs with no grad") {
   CHECK_THROWS_CONTAINING(autograd::gradcheck([](const TensorList& in) { return in[0]; }, {f}), "float64");
   Tensor d = randn({2}, kFloat64);
   CHECK_THROWS_CONTAINING(autograd::gradcheck([](const TensorList& in) { return in[0]; }, {d}), "no input");
+}
+
+TEST_CASE("values/gradcheck: a 0-dim output (a scalar loss) is checked like any other") {
+  Tensor x = randn({3}, kFloat64).requires_grad_();
+  auto r = autograd::gradcheck([](const TensorList& in) { return sum(tanh(in[0]) * in[0]); }, {x});
+  CHECK(r.entries_checked == 3);
+  CHECK_MESSAGE(r.ok, r.report);
 }
