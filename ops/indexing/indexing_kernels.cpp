@@ -1,0 +1,45 @@
+// Index validation and the device switch for the indexing kernels.
+#include "core/deterministic.h"
+#include "ops/indexing/indexing_kernels.h"
+
+namespace minidet::ops::detail {
+
+void check_index_values(const char* op, const Tensor& index, int64_t size, int64_t dim) {
+  if (index.numel() == 0) return;
+  const std::vector<int64_t> values = index.to_vector<int64_t>();  // device -> host on CUDA (see header)
+  for (size_t p = 0; p < values.size(); ++p) {
+    if (values[p] >= 0 && values[p] < size) continue;
+    if (size == 0)
+      MINIDET_FAIL(op, ": index ", values[p], " at position ", p, " is out of range: dim ", dim,
+                   " has size 0, so no index is valid");
+    MINIDET_FAIL(op, ": index ", values[p], " at position ", p, " is out of range for dim ", dim, " of size ",
+                 size, " (valid range 0 to ", size - 1, ")");
+  }
+}
+
+void take_along_dim(const Tensor& out, const Tensor& x, const Tensor& index, const AlongDim& geometry) {
+  if (geometry.out_numel() == 0) return;
+  if (out.device().is_cpu()) return take_along_dim_cpu(out, x, index, geometry);
+#if MINIDET_WITH_CUDA
+  take_along_dim_cuda(out, x, index, geometry);
+#endif
+}
+
+void scatter_add_along_dim(const Tensor& grad_x, const Tensor& grad_out, const Tensor& index,
+                           const AlongDim& geometry) {
+  if (geometry.out_numel() == 0) return;
+  if (grad_x.device().is_cpu()) return scatter_add_along_dim_cpu(grad_x, grad_out, index, geometry);
+#if MINIDET_WITH_CUDA
+  scatter_add_along_dim_cuda(grad_x, grad_out, index, geometry, DeterministicMode::is_enabled());
+#endif
+}
+
+void where_kernel(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  if (out.numel() == 0) return;
+  if (out.device().is_cpu()) return where_cpu(out, cond, a, b);
+#if MINIDET_WITH_CUDA
+  where_cuda(out, cond, a, b);
+#endif
+}
+
+}  // namespace minidet::ops::detail

@@ -1,0 +1,230 @@
+// Matrix products: mm, bmm, matmul (vectors, batches, broadcasting) and linear.
+#include <functional>
+
+#include "autograd/engine.h"
+#include "autograd/gradcheck.h"
+#include "core/factories.h"
+#include "ops/matmul/linear.h"
+#include "ops/matmul/matmul.h"
+#include "ops/shape/views.h"
+#include "tests/support.h"
+
+using namespace minidet;
+using autograd::TensorList;
+
+namespace {
+
+// A float64 leaf that requires grad, drawn from N(0, 1).
+Tensor leaf(const Shape& shape, uint64_t seed) {
+  Generator g(seed);
+  Tensor t = randn(shape, kFloat64, &g);
+  t.requires_grad_();
+  return t;
+}
+
+// The transpose of a fresh (cols, rows) leaf: a (rows, cols) input with swapped strides.
+Tensor transposed_leaf(int64_t rows, int64_t cols, uint64_t seed) {
+  Generator g(seed);
+  Tensor t = randn({cols, rows}, kFloat64, &g).t();
+  t.requires_grad_();
+  return t;
+}
+
+void expect_gradcheck(const char* what, const autograd::GradcheckFn& fn, const TensorList& inputs) {
+  const autograd::GradcheckResult r = autograd::gradcheck(fn, inputs);
+  CHECK_MESSAGE(r.ok, std::string(what) << ": " << r.report);
+  MESSAGE(std::string(what) << ": max_abs_error " << r.max_abs_error);
+}
+
+// fn on float32 CPU copies and on CUDA copies of `inputs`; outputs and gradients (for a random upstream
+// gradient) must agree within the tolerances.
+void check_cuda_matches_cpu(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
+                            double rtol, double atol) {
+  TensorList cpu, gpu;
+  for (const Tensor& t : inputs) {
+    Tensor c = t.to(kFloat32), d = t.to(TensorOptions(kFloat32, Device::cuda()));
+    c.requires_grad_();
+    d.requires_grad_();
+    cpu.push_back(c);
+    gpu.push_back(d);
+  }
+  const Tensor y_cpu = fn(cpu), y_gpu = fn(gpu);
+  REQUIRE(y_gpu.is_cuda());
+  CHECK(test::allclose(y_gpu, y_cpu, rtol, atol));
+  Generator g(7);
+  const Tensor upstream = randn(y_cpu.sizes(), kFloat32, &g);
+  autograd::backward({y_cpu}, {upstream});
+  autograd::backward({y_gpu}, {upstream.cuda()});
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(cpu[i].grad().defined());
+    REQUIRE(gpu[i].grad().defined());
+    CHECK(gpu[i].grad().is_cuda());
+    CHECK(test::allclose(gpu[i].grad(), cpu[i].grad(), rtol, atol));
+  }
+}
+
+Tensor product(const TensorList& in) { return matmul(in[0], in[1]); }
+
+}  // namespace
+
+// ---- gradcheck ------------------------------------------------------------------------------------------
+
+TEST_CASE("gradcheck/matmul: 2-D times 2-D with contiguous and transposed operands") {
+  expect_gradcheck("matmul 2-D", product, {leaf({4, 3}, 1), leaf({3, 5}, 2)});
+  expect_gradcheck("matmul 2-D transposed", product, {transposed_leaf(4, 3, 3), transposed_leaf(3, 5, 4)});
+  // A sliced operand: every other row of a (8, 3) leaf, so rows are 6 elements apart.
+  Generator g(5);
+  Tensor rows = randn({8, 3}, kFloat64, &g).slice(0, 0, 8, 2);
+  rows.requires_grad_();
+  expect_gradcheck("matmul 2-D sliced", product, {rows, leaf({3, 2}, 6)});
+}
+
+TEST_CASE("gradcheck/matmul: vector cases") {
+  // The 0-dim dot product is viewed as (1,): gradcheck builds its upstream gradient with from_vector,
+  // which turns an empty shape into a 1-D tensor.
+  expect_gradcheck("matmul dot", [](const TensorList& in) { return reshape(matmul(in[0], in[1]), {1}); },
+                   {leaf({5}, 10), leaf({5}, 11)});
+  expect_gradcheck("matmul vector-matrix", product, {leaf({4}, 12), leaf({4, 3}, 13)});
+  expect_gradcheck("matmul matrix-vector", product, {leaf({3, 4}, 14), leaf({4}, 15)});
+  expect_gradcheck("matmul batch-vector", product, {leaf({2, 3, 4}, 16), leaf({4}, 17)});
+  expect_gradcheck("matmul vector-batch", product, {leaf({3}, 18), leaf({2, 3, 4}, 19)});
+}
+
+TEST_CASE("gradcheck/matmul: batched with broadcasting") {
+  expect_gradcheck("matmul 3-D x 3-D", product, {leaf({2, 3, 4}, 20), leaf({2, 4, 5}, 21)});
+  expect_gradcheck("matmul 3-D x 2-D", product, {leaf({2, 3, 4}, 22), leaf({4, 2}, 23)});
+  expect_gradcheck("matmul 2-D x 3-D", product, {leaf({3, 4}, 24), leaf({2, 4, 2}, 25)});
+  expect_gradcheck("matmul broadcast batch", product, {leaf({2, 1, 3, 4}, 26), leaf({3, 4, 2}, 27)});
+  // Transposed matrix dims inside a batch.
+  Generator g(28);
+  Tensor bt = randn({2, 5, 4}, kFloat64, &g).transpose(1, 2);
+  bt.requires_grad_();
+  expect_gradcheck("matmul batch transposed", product, {leaf({2, 3, 4}, 29), bt});
+}
+
+TEST_CASE("gradcheck/bmm: batched products and one side only") {
+  expect_gradcheck("bmm", [](const TensorList& in) { return bmm(in[0], in[1]); },
+                   {leaf({3, 2, 4}, 30), leaf({3, 4, 3}, 31)});
+  Generator g(32);
+  const Tensor constant = randn({3, 4, 3}, kFloat64, &g);  // needs no gradient: bmm saves only what it needs
+  expect_gradcheck("bmm a only", [](const TensorList& in) { return bmm(in[0], in[1]); },
+                   {leaf({3, 2, 4}, 33), constant});
+}
+
+TEST_CASE("gradcheck/linear: with and without bias and leading dims") {
+  auto with_bias = [](const TensorList& in) { return linear(in[0], in[1], in[2]); };
+  auto without_bias = [](const TensorList& in) { return linear(in[0], in[1]); };
+  expect_gradcheck("linear 2-D", with_bias, {leaf({4, 3}, 40), leaf({5, 3}, 41), leaf({5}, 42)});
+  expect_gradcheck("linear no bias", without_bias, {leaf({4, 3}, 43), leaf({2, 3}, 44)});
+  expect_gradcheck("linear 3-D x", with_bias, {leaf({2, 3, 4}, 45), leaf({3, 4}, 46), leaf({3}, 47)});
+  expect_gradcheck("linear 1-D x", with_bias, {leaf({4}, 48), leaf({3, 4}, 49), leaf({3}, 50)});
+  expect_gradcheck("linear transposed x", with_bias,
+                   {transposed_leaf(4, 3, 51), leaf({2, 3}, 52), leaf({2}, 53)});
+}
+
+// ---- values ---------------------------------------------------------------------------------------------
+
+TEST_CASE("values/matmul: hand-computed products") {
+  const Tensor a = from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor b = from_vector<double>({1, 0, 0, 1, 1, 1}, {3, 2});
+  // rows of a times columns of b: (1+3, 2+3), (4+6, 5+6)
+  CHECK(matmul(a, b).to_vector<double>() == std::vector<double>{4, 5, 10, 11});
+  CHECK(mm(a, b).sizes() == Shape{2, 2});
+  const Tensor v = from_vector<double>({1, -1, 2}, {3});
+  CHECK(matmul(a, v).to_vector<double>() == std::vector<double>{5, 11});  // 1-2+6, 4-5+12
+  const Tensor dot = matmul(v, v);
+  CHECK(dot.dim() == 0);
+  CHECK(dot.item() == 6.0);
+  CHECK(matmul(from_vector<double>({1, 1}, {2}), a).to_vector<double>() == std::vector<double>{5, 7, 9});
+  // Broadcast batch: (2, 1, 2, 3) @ (3, 3, 2) -> (2, 3, 2, 2)
+  CHECK(matmul(zeros({2, 1, 2, 3}), zeros({3, 3, 2})).sizes() == Shape{2, 3, 2, 2});
+}
+
+TEST_CASE("values/matmul: gradients by hand and empty shapes") {
+  Tensor a = from_vector<double>({1, 2, 3, 4}, {2, 2});
+  Tensor b = from_vector<double>({5, 6, 7, 8}, {2, 2});
+  a.requires_grad_();
+  b.requires_grad_();
+  autograd::backward({matmul(a, b)}, {ones({2, 2}, kFloat64)});
+  // dA = 1 B^T: row sums of B, dB = A^T 1: column sums of A, repeated.
+  CHECK(a.grad().to_vector<double>() == std::vector<double>{11, 15, 11, 15});
+  CHECK(b.grad().to_vector<double>() == std::vector<double>{4, 4, 6, 6});
+  // k = 0 gives zeros; m = 0 gives an empty result.
+  CHECK(matmul(zeros({3, 0}), zeros({0, 2})).to_vector<float>() == std::vector<float>(6, 0.0f));
+  CHECK(matmul(zeros({0, 4}), zeros({4, 2})).sizes() == Shape{0, 2});
+  CHECK(bmm(zeros({0, 2, 3}), zeros({0, 3, 4})).sizes() == Shape{0, 2, 4});
+}
+
+TEST_CASE("values/linear: bias and empty inputs") {
+  const Tensor x = from_vector<double>({1, 2, 3, 4}, {2, 2});
+  const Tensor w = from_vector<double>({1, 0, 1, 1, 0, 2}, {3, 2});
+  const Tensor b = from_vector<double>({10, 20, 30}, {3});
+  CHECK(linear(x, w, b).to_vector<double>() == std::vector<double>{11, 23, 34, 13, 27, 38});
+  CHECK(linear(x, w).sizes() == Shape{2, 3});
+  // No rows: empty output, and a zero weight gradient with a bias gradient of zero.
+  Tensor wl = w.clone(), bl = b.clone();
+  wl.requires_grad_();
+  bl.requires_grad_();
+  const Tensor y = linear(zeros({0, 2}, kFloat64), wl, bl);
+  CHECK(y.sizes() == Shape{0, 3});
+  autograd::backward({y}, {zeros({0, 3}, kFloat64)});
+  CHECK(wl.grad().to_vector<double>() == std::vector<double>(6, 0.0));
+  CHECK(bl.grad().to_vector<double>() == std::vector<double>(3, 0.0));
+}
+
+// ---- errors ---------------------------------------------------------------------------------------------
+
+TEST_CASE("errors/matmul: shape dtype and device mismatches") {
+  CHECK_THROWS_CONTAINING(matmul(zeros({2, 3}), zeros({4, 2})), "cannot be multiplied");
+  CHECK_THROWS_CONTAINING(matmul(zeros({2, 3}), zeros({3, 2}, kFloat64)), "same dtype");
+  CHECK_THROWS_CONTAINING(matmul(zeros({2, 3}, kInt64), zeros({3, 2}, kInt64)), "float32 or float64");
+  CHECK_THROWS_CONTAINING(matmul(zeros({}), zeros({3})), "at least 1 dim");
+  CHECK_THROWS_CONTAINING(matmul(zeros({2, 2, 3}), zeros({3, 3, 2})), "matmul");  // batch 2 vs 3
+  CHECK_THROWS_CONTAINING(mm(zeros({2, 3, 1}), zeros({3, 2})), "expected 2-D");
+  CHECK_THROWS_CONTAINING(bmm(zeros({2, 2, 3}), zeros({3, 3, 2})), "batch sizes differ");
+  CHECK_THROWS_CONTAINING(bmm(zeros({2, 2, 3}), zeros({2, 4, 2})), "cannot be multiplied");
+  if (test::cuda_available())
+    CHECK_THROWS_CONTAINING(matmul(zeros({2, 3}), zeros({3, 2}, Device::cuda())), "same device");
+}
+
+TEST_CASE("errors/linear: bad weight and bias shapes") {
+  CHECK_THROWS_CONTAINING(linear(zeros({2, 3}), zeros({4, 5})), "weight expects 5");
+  CHECK_THROWS_CONTAINING(linear(zeros({2, 3}), zeros({3})), "expected weight of shape");
+  CHECK_THROWS_CONTAINING(linear(zeros({2, 3}), zeros({4, 3}), zeros({3})), "expected bias of shape");
+  CHECK_THROWS_CONTAINING(linear(zeros({2, 3}), zeros({4, 3}, kFloat64)), "same dtype");
+}
+
+// ---- cuda -----------------------------------------------------------------------------------------------
+
+// float32 sums of k products: errors grow like sqrt(k) * eps * |terms|; 1e-4 covers k = 129 with N(0,1).
+MINIDET_CUDA_TEST_CASE("cuda/matmul: a 257x129x65 product and its gradients match the CPU") {
+  Generator g(60);
+  check_cuda_matches_cpu(product, {randn({257, 129}, kFloat64, &g), randn({129, 65}, kFloat64, &g)}, 1e-4, 1e-4);
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/matmul: vectors batches broadcasting and transposed operands") {
+  Generator g(61);
+  check_cuda_matches_cpu(product, {randn({7}, kFloat64, &g), randn({7}, kFloat64, &g)}, 1e-5, 1e-5);
+  check_cuda_matches_cpu(product, {randn({3, 7}, kFloat64, &g), randn({7}, kFloat64, &g)}, 1e-5, 1e-5);
+  check_cuda_matches_cpu(product, {randn({2, 3, 5, 7}, kFloat64, &g), randn({3, 7, 4}, kFloat64, &g)}, 1e-5, 1e-5);
+  check_cuda_matches_cpu(product, {randn({4, 5, 7}, kFloat64, &g), randn({7, 6}, kFloat64, &g)}, 1e-5, 1e-5);
+  check_cuda_matches_cpu([](const TensorList& in) { return matmul(transpose(in[0], 0, 1), in[1]); },
+                         {randn({7, 5}, kFloat64, &g), randn({7, 3}, kFloat64, &g)}, 1e-5, 1e-5);
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/bmm: batched products match the CPU") {
+  Generator g(62);
+  check_cuda_matches_cpu([](const TensorList& in) { return bmm(in[0], in[1]); },
+                         {randn({6, 33, 17}, kFloat64, &g), randn({6, 17, 9}, kFloat64, &g)}, 1e-5, 1e-5);
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/linear: forward and backward match the CPU including empty inputs") {
+  Generator g(63);
+  auto fn = [](const TensorList& in) { return linear(in[0], in[1], in[2]); };
+  check_cuda_matches_cpu(fn, {randn({2, 9, 33}, kFloat64, &g), randn({17, 33}, kFloat64, &g),
+                              randn({17}, kFloat64, &g)}, 1e-5, 1e-5);
+  check_cuda_matches_cpu(fn, {randn({0, 33}, kFloat64, &g), randn({17, 33}, kFloat64, &g),
+                              randn({17}, kFloat64, &g)}, 1e-5, 1e-5);
+  check_cuda_matches_cpu(product, {randn({0, 5}, kFloat64, &g), randn({5, 3}, kFloat64, &g)}, 1e-5, 1e-5);
+}
