@@ -1,0 +1,219 @@
+// conv2d benchmark at the shapes of a small backbone (float32), forward and forward+backward.
+//
+//   bench_conv2d [--json PATH] [--cpu-reps N] [--gpu-reps N] [--skip-cpu] [--skip-gpu]
+//
+// CPU: std::chrono::steady_clock, median of a few repetitions, GFLOP/s next to Eigen's own GEMM GFLOP/s
+//      (1024^3 and the per-image im2col GEMM shapes) on the same machine: the ceiling the lowering can reach.
+// GPU: CUDA events around each repetition after a warm-up, median of >= 50. minidet runs FP32 through
+//      cuBLAS without TF32; bench/conv2d_torch.py times PyTorch (cuDNN) on the same shapes and, given this
+//      program's JSON file, prints the ratio.
+// GFLOP/s counts 2 * N * C_out * H_out * W_out * (C_in / groups) * kh * kw per forward, and 3x that for
+// forward+backward (dX and dW are each one more GEMM of the same size).
+// Output: a table, and one JSON line per measurement (stdout, and PATH when given). Never asserted.
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/cuda/availability.h"
+#include "core/factories.h"
+#include "ops/elementwise/binary.h"
+#include "ops/conv2d/conv2d.h"
+#if MINIDET_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
+#endif
+
+using namespace minidet;
+
+namespace {
+
+struct BenchShape {
+  int64_t n, c_in, h, w, c_out, kernel, stride, pad;
+  std::string label() const {
+    char s[96];
+    std::snprintf(s, sizeof s, "(%lld,%lld,%lld,%lld)->%lld k%lld s%lld", (long long)n, (long long)c_in,
+                  (long long)h, (long long)w, (long long)c_out, (long long)kernel, (long long)stride);
+    return s;
+  }
+  int64_t out_h() const { return (h + 2 * pad - kernel) / stride + 1; }
+  int64_t out_w() const { return (w + 2 * pad - kernel) / stride + 1; }
+  double forward_flops() const { return 2.0 * n * c_out * out_h() * out_w() * c_in * kernel * kernel; }
+};
+
+const std::vector<BenchShape> kShapes = {
+    {8, 3, 128, 128, 32, 3, 2, 1},
+    {8, 32, 64, 64, 64, 3, 2, 1},
+    {8, 64, 32, 32, 128, 3, 2, 1},
+    {8, 128, 16, 16, 128, 3, 1, 1},
+};
+
+std::ofstream json_file;
+
+void emit(const std::string& json) {
+  std::printf("%s\n", json.c_str());
+  if (json_file.is_open()) json_file << json << "\n";
+}
+
+std::string json_line(const char* bench, const std::string& device, const std::string& shape, const char* pass,
+                      double median_ms, double gflops) {
+  char s[512];
+  std::snprintf(s, sizeof s,
+                "{\"bench\":\"%s\",\"device\":\"%s\",\"shape\":\"%s\",\"pass\":\"%s\",\"median_ms\":%.4f,"
+                "\"gflops\":%.2f}",
+                bench, device.c_str(), shape.c_str(), pass, median_ms, gflops);
+  return s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double time_cpu_ms(const std::function<void()>& fn, int reps) {
+  fn();  // warm-up: first-touch allocations, Eigen's blocking buffers
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return median(ms);
+}
+
+// One conv2d forward, or forward+backward through the autograd graph, on tensors already on `device`.
+struct ConvRun {
+  Tensor x, w, b, grad;
+  Conv2dOptions options;
+  ConvRun(const BenchShape& s, const Device& device) {
+    Generator g(1);
+    const TensorOptions o(kFloat32, device);
+    x = randn({s.n, s.c_in, s.h, s.w}, kFloat32, &g).to(o).requires_grad_();
+    w = (randn({s.c_out, s.c_in, s.kernel, s.kernel}, kFloat32, &g) * 0.1).to(o).requires_grad_();
+    b = randn({s.c_out}, kFloat32, &g).to(o).requires_grad_();
+    grad = randn({s.n, s.c_out, s.out_h(), s.out_w()}, kFloat32, &g).to(o);
+    options = Conv2dOptions().set_stride(s.stride).set_padding(s.pad);
+  }
+  void forward() {
+    NoGradGuard inference;
+    (void)conv2d(x, w, b, options);
+  }
+  void forward_backward() {
+    x.set_grad(Tensor());
+    w.set_grad(Tensor());
+    b.set_grad(Tensor());
+    conv2d(x, w, b, options).backward(grad);
+  }
+};
+
+double eigen_gemm_ms(int64_t m, int64_t k, int64_t n, int reps) {
+  Eigen::MatrixXf a = Eigen::MatrixXf::Random(m, k), bm = Eigen::MatrixXf::Random(k, n), c(m, n);
+  return time_cpu_ms([&] { c.noalias() = a * bm; }, reps);
+}
+
+void run_cpu(int reps) {
+  std::printf("\n== CPU (%d threads available to Eigen/OpenMP), median of %d runs ==\n", Eigen::nbThreads(), reps);
+  std::printf("%-34s %-8s %10s %10s\n", "shape", "pass", "median_ms", "GFLOP/s");
+  for (const BenchShape& s : kShapes) {
+    ConvRun run(s, Device::cpu());
+    for (int pass = 0; pass < 2; ++pass) {
+      const double ms = time_cpu_ms([&] { pass ? run.forward_backward() : run.forward(); }, reps);
+      const double gflops = s.forward_flops() * (pass ? 3 : 1) / (ms * 1e6);
+      const char* name = pass ? "fwd+bwd" : "fwd";
+      std::printf("%-34s %-8s %10.3f %10.2f\n", s.label().c_str(), name, ms, gflops);
+      emit(json_line("conv2d", "cpu", s.label(), name, ms, gflops));
+    }
+  }
+  std::printf("\nEigen GEMM ceiling (float32, C = A B), median of %d runs:\n", reps);
+  std::printf("%-34s %10s %10s\n", "m x k x n", "median_ms", "GFLOP/s");
+  std::vector<std::array<int64_t, 3>> gemms = {{1024, 1024, 1024}};
+  for (const BenchShape& s : kShapes) gemms.push_back({s.c_out, s.c_in * s.kernel * s.kernel, s.out_h() * s.out_w()});
+  for (const auto& g : gemms) {
+    const double ms = eigen_gemm_ms(g[0], g[1], g[2], g[0] == 1024 ? 3 : 4 * reps);
+    const double gflops = 2.0 * g[0] * g[1] * g[2] / (ms * 1e6);
+    char label[64];
+    std::snprintf(label, sizeof label, "%lldx%lldx%lld", (long long)g[0], (long long)g[1], (long long)g[2]);
+    std::printf("%-34s %10.3f %10.2f\n", label, ms, gflops);
+    emit(json_line("eigen_gemm", "cpu", label, "gemm", ms, gflops));
+  }
+}
+
+#if MINIDET_WITH_CUDA
+void run_gpu(int reps) {
+  cudaDeviceProp prop;
+  MINIDET_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const std::string device = std::string("cuda:") + prop.name;
+  std::printf("\n== GPU %s (FP32 via cuBLAS, no TF32), CUDA events, median of %d runs after 10 warm-up ==\n",
+              prop.name, reps);
+  std::printf("%-34s %-8s %10s %10s\n", "shape", "pass", "median_ms", "GFLOP/s");
+  cudaStream_t stream = cuda::current_stream();
+  cudaEvent_t start, stop;
+  MINIDET_CUDA_CHECK(cudaEventCreate(&start));
+  MINIDET_CUDA_CHECK(cudaEventCreate(&stop));
+  for (const BenchShape& s : kShapes) {
+    ConvRun run(s, Device::cuda());
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto step = [&] { pass ? run.forward_backward() : run.forward(); };
+      for (int i = 0; i < 10; ++i) step();
+      std::vector<double> ms;
+      for (int r = 0; r < reps; ++r) {
+        MINIDET_CUDA_CHECK(cudaEventRecord(start, stream));
+        step();
+        MINIDET_CUDA_CHECK(cudaEventRecord(stop, stream));
+        MINIDET_CUDA_CHECK(cudaEventSynchronize(stop));
+        float elapsed = 0;
+        MINIDET_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+        ms.push_back(elapsed);
+      }
+      const double med = median(ms), gflops = s.forward_flops() * (pass ? 3 : 1) / (med * 1e6);
+      const char* name = pass ? "fwd+bwd" : "fwd";
+      std::printf("%-34s %-8s %10.4f %10.1f\n", s.label().c_str(), name, med, gflops);
+      emit(json_line("conv2d", device, s.label(), name, med, gflops));
+    }
+  }
+  MINIDET_CUDA_CHECK(cudaEventDestroy(start));
+  MINIDET_CUDA_CHECK(cudaEventDestroy(stop));
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int cpu_reps = 5, gpu_reps = 100;
+  bool skip_cpu = false, skip_gpu = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json" && i + 1 < argc) json_file.open(argv[++i]);
+    else if (arg == "--cpu-reps" && i + 1 < argc) cpu_reps = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--gpu-reps" && i + 1 < argc) gpu_reps = std::max(50, std::atoi(argv[++i]));
+    else if (arg == "--skip-cpu") skip_cpu = true;
+    else if (arg == "--skip-gpu") skip_gpu = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--cpu-reps N] [--gpu-reps N>=50] [--skip-cpu] [--skip-gpu]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (!skip_cpu) run_cpu(cpu_reps);
+  if (skip_gpu) return 0;
+#if MINIDET_WITH_CUDA
+  if (cuda::is_available()) {
+    run_gpu(gpu_reps);
+    return 0;
+  }
+  std::printf("\n== GPU: SKIPPED (built with CUDA, but no GPU answers) ==\n");
+#else
+  std::printf("\n== GPU: SKIPPED (built without CUDA) ==\n");
+#endif
+  return 0;
+}

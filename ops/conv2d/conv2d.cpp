@@ -1,0 +1,206 @@
+// conv2d: validation, the chunked im2col + GEMM forward and backward (formulas in conv2d.h), the autograd
+// record, and dispatch of the im2col / col2im kernels to CPU or CUDA.
+#include "ops/conv2d/conv2d.h"
+
+#include <algorithm>
+
+#include "autograd/function.h"
+#include "core/factories.h"
+#include "core/reduce_sum.h"
+#include "ops/common/checks.h"
+#include "ops/conv2d/conv2d_kernels.h"
+#include "ops/matmul/gemm.h"
+
+namespace minidet {
+namespace {
+
+using ops::detail::ConvGeometry;
+
+ConvGeometry validate(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
+  const char* op = "conv2d";
+  ops::check_defined(op, input, "input");
+  ops::check_defined(op, weight, "weight");
+  ops::check_dim(op, input, "input (N, C_in, H, W)", 4);
+  ops::check_dim(op, weight, "weight (C_out, C_in/groups, kh, kw)", 4);
+  ops::check_floating(op, input, "input");
+  ops::check_same_dtype(op, input, "input", weight, "weight");
+  ops::check_same_device(op, input, "input", weight, "weight");
+  if (bias.defined()) {
+    ops::check_same_dtype(op, input, "input", bias, "bias");
+    ops::check_same_device(op, input, "input", bias, "bias");
+    MINIDET_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d: expected bias of shape (",
+                  weight.size(0), ",) to match weight.size(0), got ", bias.sizes());
+  }
+  MINIDET_CHECK(o.stride_h >= 1 && o.stride_w >= 1, "conv2d: stride must be >= 1, got (", o.stride_h, ", ",
+                o.stride_w, ")");
+  MINIDET_CHECK(o.dilation_h >= 1 && o.dilation_w >= 1, "conv2d: dilation must be >= 1, got (", o.dilation_h,
+                ", ", o.dilation_w, ")");
+  MINIDET_CHECK(o.pad_h >= 0 && o.pad_w >= 0, "conv2d: padding must be >= 0, got (", o.pad_h, ", ", o.pad_w, ")");
+  MINIDET_CHECK(o.groups >= 1, "conv2d: groups must be >= 1, got ", o.groups);
+  MINIDET_CHECK(o.max_column_bytes >= 1, "conv2d: max_column_bytes must be positive, got ", o.max_column_bytes);
+  const int64_t out_channels = weight.size(0), kernel_h = weight.size(2), kernel_w = weight.size(3);
+  MINIDET_CHECK(kernel_h >= 1 && kernel_w >= 1 && weight.size(1) >= 1, "conv2d: expected a non-empty kernel, got weight ",
+                weight.sizes());
+  MINIDET_CHECK(out_channels % o.groups == 0, "conv2d: expected out channels weight.size(0) = ", out_channels,
+                " divisible by groups = ", o.groups);
+  MINIDET_CHECK(input.size(1) == weight.size(1) * o.groups, "conv2d: expected input with ",
+                weight.size(1) * o.groups, " channels (weight.size(1) = ", weight.size(1), " times groups = ",
+                o.groups, "), got input of shape ", input.sizes());
+  const int64_t padded_h = input.size(2) + 2 * o.pad_h, padded_w = input.size(3) + 2 * o.pad_w;
+  const int64_t extent_h = o.dilation_h * (kernel_h - 1) + 1, extent_w = o.dilation_w * (kernel_w - 1) + 1;
+  MINIDET_CHECK(extent_h <= padded_h && extent_w <= padded_w, "conv2d: kernel (", extent_h, " x ", extent_w,
+                " with dilation) is larger than the padded input (", padded_h, " x ", padded_w, ")");
+  ConvGeometry g;
+  g.channels = input.size(1);
+  g.height = input.size(2);
+  g.width = input.size(3);
+  g.kernel_h = kernel_h;
+  g.kernel_w = kernel_w;
+  g.stride_h = o.stride_h;
+  g.stride_w = o.stride_w;
+  g.pad_h = o.pad_h;
+  g.pad_w = o.pad_w;
+  g.dilation_h = o.dilation_h;
+  g.dilation_w = o.dilation_w;
+  g.out_h = (padded_h - extent_h) / o.stride_h + 1;
+  g.out_w = (padded_w - extent_w) / o.stride_w + 1;
+  return g;
+}
+
+int64_t chunk_size(const ConvGeometry& g, int64_t batch, DType dtype, int64_t max_column_bytes) {
+  const int64_t bytes_per_image = g.column_rows() * g.column_cols() * static_cast<int64_t>(element_size(dtype));
+  if (batch <= 1 || bytes_per_image == 0) return std::max<int64_t>(batch, 1);
+  return std::clamp<int64_t>(max_column_bytes / bytes_per_image, 1, batch);
+}
+
+void im2col(const Tensor& images, const Tensor& cols, const ConvGeometry& g) {
+  if (images.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    ops::detail::im2col_cuda(images, cols, g);
+#endif
+  } else {
+    ops::detail::im2col_cpu(images, cols, g);
+  }
+}
+
+void col2im(const Tensor& cols, const Tensor& images, const ConvGeometry& g) {
+  if (images.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    ops::detail::col2im_cuda(cols, images, g);
+#endif
+  } else {
+    ops::detail::col2im_cpu(cols, images, g);
+  }
+}
+
+// Y = W @ cols for a chunk of B images. With one group, a single batched GEMM covers the chunk: the weight
+// is broadcast over images (batch stride 0). With several groups, the groups are the GEMM batch, per image,
+// because an image's columns (C_in*kh*kw rows) and outputs (C_out rows) split into contiguous group blocks.
+Tensor conv2d_forward_raw(const Tensor& input_any, const Tensor& weight_any, const Tensor& bias,
+                          const ConvGeometry& g, int64_t groups, int64_t chunk) {
+  NoGradGuard raw;
+  const Tensor input = input_any.contiguous(), weight = weight_any.contiguous();
+  const int64_t batch = input.size(0), out_channels = weight.size(0), out_hw = g.column_cols();
+  const int64_t rows = g.column_rows(), rows_g = rows / groups, out_g = out_channels / groups;
+  Tensor output = empty({batch, out_channels, g.out_h, g.out_w}, input.options());
+  if (output.numel() == 0) return output;
+  const Tensor weight_2d = weight.view({out_channels, rows_g});  // the whole weight when groups == 1
+  const Tensor weight_groups = weight.view({groups, out_g, rows_g});
+  Tensor cols = empty({chunk, rows, out_hw}, input.options());
+  for (int64_t start = 0; start < batch; start += chunk) {
+    const int64_t b_count = std::min(chunk, batch - start);
+    const Tensor cols_chunk = cols.narrow(0, 0, b_count);
+    im2col(input.narrow(0, start, b_count), cols_chunk, g);
+    Tensor out_chunk = output.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
+    double beta = 0.0;
+    if (bias.defined()) {  // start from the bias and let the GEMM add onto it (beta = 1)
+      out_chunk.copy_(bias.reshape({1, out_channels, 1}));
+      beta = 1.0;
+    }
+    if (groups == 1) {
+      ops::gemm_batched(weight_2d.unsqueeze(0).expand({b_count, out_channels, rows}), cols_chunk, out_chunk, 1.0,
+                        beta);
+    } else {
+      for (int64_t b = 0; b < b_count; ++b)
+        ops::gemm_batched(weight_groups, cols_chunk.select(0, b).view({groups, rows_g, out_hw}),
+                          out_chunk.select(0, b).view({groups, out_g, out_hw}), 1.0, beta);
+    }
+  }
+  return output;
+}
+
+struct ConvGrads {
+  Tensor input, weight, bias;
+};
+
+ConvGrads conv2d_backward_raw(const Tensor& grad_any, const Tensor& input_any, const Tensor& weight_any,
+                              const ConvGeometry& g, int64_t groups, int64_t chunk, bool need_input,
+                              bool need_weight, bool need_bias) {
+  NoGradGuard raw;
+  ConvGrads grads;
+  const Tensor grad_out = grad_any.contiguous();
+  const Tensor input = input_any.contiguous(), weight = weight_any.contiguous();
+  const int64_t batch = input.size(0), out_channels = weight.size(0), out_hw = g.column_cols();
+  const int64_t rows = g.column_rows(), rows_g = rows / groups, out_g = out_channels / groups;
+  if (need_bias) grads.bias = sum_dims_raw(grad_out, {0, 2, 3}, false);
+  if (need_input) grads.input = batch ? empty(input.sizes(), input.options()) : zeros(input.sizes(), input.options());
+  if (need_weight) grads.weight = zeros(weight.sizes(), weight.options());  // accumulated over images
+  if (!need_input && !need_weight) return grads;
+  const Tensor weight_groups = weight.view({groups, out_g, rows_g});
+  Tensor cols = need_weight ? empty({chunk, rows, out_hw}, input.options()) : Tensor();
+  Tensor grad_cols = need_input ? empty({chunk, rows, out_hw}, input.options()) : Tensor();
+  for (int64_t start = 0; start < batch; start += chunk) {
+    const int64_t b_count = std::min(chunk, batch - start);
+    const Tensor grad_chunk = grad_out.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
+    if (need_weight) {
+      // dW_g += dY_g @ cols_g^T, image by image, the groups as the GEMM batch (beta = 1 accumulates).
+      const Tensor cols_chunk = cols.narrow(0, 0, b_count);
+      im2col(input.narrow(0, start, b_count), cols_chunk, g);
+      const Tensor grad_weight_groups = grads.weight.view({groups, out_g, rows_g});
+      for (int64_t b = 0; b < b_count; ++b)
+        ops::gemm_batched(grad_chunk.select(0, b).view({groups, out_g, out_hw}),
+                          cols_chunk.select(0, b).view({groups, rows_g, out_hw}).transpose(1, 2),
+                          grad_weight_groups, 1.0, 1.0);
+    }
+    if (need_input) {
+      // dcols_g = W_g^T @ dY_g (the transposes are views), then col2im sums them back onto the pixels.
+      const Tensor grad_cols_chunk = grad_cols.narrow(0, 0, b_count);
+      if (groups == 1) {
+        ops::gemm_batched(weight.view({out_channels, rows}).t().unsqueeze(0).expand({b_count, rows, out_channels}),
+                          grad_chunk, grad_cols_chunk);
+      } else {
+        for (int64_t b = 0; b < b_count; ++b)
+          ops::gemm_batched(weight_groups.transpose(1, 2), grad_chunk.select(0, b).view({groups, out_g, out_hw}),
+                            grad_cols_chunk.select(0, b).view({groups, rows_g, out_hw}));
+      }
+      col2im(grad_cols_chunk, grads.input.narrow(0, start, b_count), g);
+    }
+  }
+  return grads;
+}
+
+}  // namespace
+
+int64_t conv2d_chunk_size(const Tensor& input, const Tensor& weight, const Conv2dOptions& options) {
+  const ConvGeometry g = validate(input, weight, Tensor(), options);
+  return chunk_size(g, input.size(0), input.dtype(), options.max_column_bytes);
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
+  const ConvGeometry g = validate(input, weight, bias, options);
+  const int64_t groups = options.groups;
+  const int64_t chunk = chunk_size(g, input.size(0), input.dtype(), options.max_column_bytes);
+  Tensor output = conv2d_forward_raw(input, weight, bias, g, groups, chunk);
+  // Saved: input (to recompute the columns for dW) and weight (for dcols). Never the columns (see conv2d.h).
+  autograd::record("conv2d", {input, weight, bias}, {output}, {input, weight},
+                   [g, groups, chunk](autograd::BackwardContext& ctx, const autograd::TensorList& grads)
+                       -> autograd::TensorList {
+                     ConvGrads d = conv2d_backward_raw(grads[0], ctx.saved(0), ctx.saved(1), g, groups, chunk,
+                                                       ctx.needs_input_grad(0), ctx.needs_input_grad(1),
+                                                       ctx.needs_input_grad(2));
+                     return {d.input, d.weight, d.bias};
+                   });
+  return output;
+}
+
+}  // namespace minidet

@@ -1,0 +1,62 @@
+// conv2d: 2-D convolution (cross-correlation, as in every deep-learning framework), lowered to GEMM.
+//
+//   input  x (N, C_in, H, W),   weight w (C_out, C_in/groups, kh, kw),   bias b (C_out) optional
+//   H_out = floor((H + 2*pad_h - dilation_h*(kh-1) - 1) / stride_h) + 1        (same for W)
+//
+//   y[n, o, p, q] = b[o] + sum_{c in group(o), i < kh, j < kw}
+//                   w[o, c', i, j] * x[n, c, p*stride_h - pad_h + i*dilation_h, q*stride_w - pad_w + j*dilation_w]
+//   (c' = c - first channel of o's group; taps that land in the padding read 0)
+//
+// Lowering (im2col): for one image, gather every receptive field into a column matrix
+//   cols[(c*kh + i)*kw + j, p*W_out + q] = x[c, p*stride_h - pad_h + i*dilation_h, q*stride_w - pad_w + j*dilation_w]
+// of shape (C_in*kh*kw, H_out*W_out). Rows of one group are contiguous, so per group g
+//   Y_g (C_out/G, H_out*W_out) = W_g (C_out/G, C_in/G*kh*kw) @ cols_g (C_in/G*kh*kw, H_out*W_out).
+//
+// Backward, per image and group, with dY_g the upstream gradient in the same layout as Y_g:
+//   dW_g    += dY_g @ cols_g^T            (summed over images)
+//   dcols_g  = W_g^T @ dY_g
+//   dx       = col2im(dcols): each column entry is added back to the input pixel it was read from (taps in
+//              the padding are dropped). Pixels read by several windows receive the sum of their entries.
+//   db[o]    = sum over n, p, q of dY[n, o, p, q]
+//
+// The column buffer holds C_in*kh*kw*H_out*W_out values per image, kh*kw times the input, so images are
+// processed in chunks sized to keep it under Conv2dOptions::max_column_bytes. Backward recomputes the
+// columns from the saved input instead of saving them from forward: saving would keep kh*kw copies of every
+// layer's input alive until backward, which is the memory the chunking exists to avoid.
+//
+// float32 and float64, CPU (Eigen) and CUDA (cuBLAS, FP32 without TF32). Input may be non-contiguous.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace minidet {
+
+struct Conv2dOptions {
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;
+  // Upper bound for one column buffer (forward: cols; backward: cols and dcols, each under the bound).
+  // A single image always fits in a chunk of one, even when its columns alone exceed the bound.
+  int64_t max_column_bytes = int64_t(64) << 20;
+
+  Conv2dOptions& set_stride(int64_t s) { return set_stride(s, s); }
+  Conv2dOptions& set_stride(int64_t h, int64_t w) { stride_h = h; stride_w = w; return *this; }
+  Conv2dOptions& set_padding(int64_t p) { return set_padding(p, p); }
+  Conv2dOptions& set_padding(int64_t h, int64_t w) { pad_h = h; pad_w = w; return *this; }
+  Conv2dOptions& set_dilation(int64_t d) { return set_dilation(d, d); }
+  Conv2dOptions& set_dilation(int64_t h, int64_t w) { dilation_h = h; dilation_w = w; return *this; }
+  Conv2dOptions& set_groups(int64_t g) { groups = g; return *this; }
+  Conv2dOptions& set_max_column_bytes(int64_t bytes) { max_column_bytes = bytes; return *this; }
+};
+
+// Differentiable w.r.t. input, weight and bias. Pass an undefined Tensor() for no bias.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+              const Conv2dOptions& options = {});
+
+// How many images conv2d puts in one chunk for this input and weight (for tests and benchmarks).
+int64_t conv2d_chunk_size(const Tensor& input, const Tensor& weight, const Conv2dOptions& options);
+
+}  // namespace minidet

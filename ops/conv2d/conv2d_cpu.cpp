@@ -1,0 +1,77 @@
+// CPU im2col / col2im. Both are parallel over (image, channel) planes: im2col writes the kh*kw column rows
+// of its plane, col2im owns its input plane, so no two threads ever write the same element and the sums in
+// col2im happen in one fixed order (deterministic).
+#include "ops/conv2d/conv2d_kernels.h"
+
+namespace minidet::ops::detail {
+namespace {
+
+// Below this many elements, waking a thread team costs more than the loop (and much more on a busy machine).
+constexpr int64_t kParallelAbove = 32768;
+
+template <typename T>
+void im2col_kernel(const T* images, T* cols, int64_t batch, const ConvGeometry& g) {
+  const int64_t planes = batch * g.channels;
+  const int64_t taps = g.kernel_h * g.kernel_w, out_hw = g.column_cols();
+#pragma omp parallel for schedule(static) if (planes * taps * out_hw > kParallelAbove)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* src = images + plane * g.height * g.width;
+    // plane = b*C + c, and image b's rows (c*kh + i)*kw + j start at (b*C + c)*taps: the same index.
+    T* dst_plane = cols + plane * taps * out_hw;
+    for (int64_t i = 0; i < g.kernel_h; ++i) {
+      for (int64_t j = 0; j < g.kernel_w; ++j) {
+        T* dst = dst_plane + (i * g.kernel_w + j) * out_hw;
+        for (int64_t p = 0; p < g.out_h; ++p) {
+          const int64_t y = p * g.stride_h - g.pad_h + i * g.dilation_h;
+          const bool row_inside = y >= 0 && y < g.height;
+          for (int64_t q = 0; q < g.out_w; ++q) {
+            const int64_t x = q * g.stride_w - g.pad_w + j * g.dilation_w;
+            dst[p * g.out_w + q] = row_inside && x >= 0 && x < g.width ? src[y * g.width + x] : T(0);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void col2im_kernel(const T* cols, T* images, int64_t batch, const ConvGeometry& g) {
+  const int64_t planes = batch * g.channels;
+  const int64_t taps = g.kernel_h * g.kernel_w, out_hw = g.column_cols();
+#pragma omp parallel for schedule(static) if (planes * taps * out_hw > kParallelAbove)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    T* dst = images + plane * g.height * g.width;
+    for (int64_t k = 0; k < g.height * g.width; ++k) dst[k] = T(0);
+    const T* src_plane = cols + plane * taps * out_hw;
+    // The exact mirror of im2col's loops, with the assignment turned into +=.
+    for (int64_t i = 0; i < g.kernel_h; ++i) {
+      for (int64_t j = 0; j < g.kernel_w; ++j) {
+        const T* src = src_plane + (i * g.kernel_w + j) * out_hw;
+        for (int64_t p = 0; p < g.out_h; ++p) {
+          const int64_t y = p * g.stride_h - g.pad_h + i * g.dilation_h;
+          if (y < 0 || y >= g.height) continue;
+          for (int64_t q = 0; q < g.out_w; ++q) {
+            const int64_t x = q * g.stride_w - g.pad_w + j * g.dilation_w;
+            if (x >= 0 && x < g.width) dst[y * g.width + x] += src[p * g.out_w + q];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void im2col_cpu(const Tensor& images, const Tensor& cols, const ConvGeometry& g) {
+  MINIDET_DISPATCH_FLOATING(images.dtype(), "conv2d", [&] {
+    im2col_kernel<scalar_t>(images.data<scalar_t>(), cols.data<scalar_t>(), images.size(0), g);
+  });
+}
+
+void col2im_cpu(const Tensor& cols, const Tensor& images, const ConvGeometry& g) {
+  MINIDET_DISPATCH_FLOATING(images.dtype(), "conv2d", [&] {
+    col2im_kernel<scalar_t>(cols.data<scalar_t>(), images.data<scalar_t>(), images.size(0), g);
+  });
+}
+
+}  // namespace minidet::ops::detail

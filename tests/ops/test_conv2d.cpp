@@ -1,0 +1,195 @@
+// conv2d: hand-computed values, float64 gradient checks over every option, chunking, CUDA parity, errors.
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "core/factories.h"
+#include "ops/conv2d/conv2d.h"
+#include "tests/support.h"
+
+using namespace minidet;
+using autograd::TensorList;
+using minidet::test::max_abs_diff;
+
+namespace {
+
+struct ConvCase {
+  std::string what;
+  Shape input, weight;
+  bool bias;
+  Conv2dOptions options;
+};
+
+// Small shapes so the full Jacobian is checked; together they cover stride, padding, dilation, groups,
+// non-square kernels and inputs, no bias, and more than one chunk.
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"3x3 padding 1 with bias", {2, 3, 5, 6}, {4, 3, 3, 3}, true, Conv2dOptions().set_padding(1)},
+      {"stride 2 and non-square kernel and input", {2, 3, 7, 5}, {4, 3, 3, 2}, true,
+       Conv2dOptions().set_stride(2, 1).set_padding(2, 1)},
+      {"dilation 2 without bias", {2, 2, 7, 6}, {3, 2, 3, 3}, false, Conv2dOptions().set_dilation(2).set_padding(2, 1)},
+      {"groups 2 with stride 2", {2, 4, 6, 6}, {6, 2, 3, 3}, true, Conv2dOptions().set_groups(2).set_stride(2).set_padding(1)},
+      {"1x1 kernel in chunks of one image", {3, 3, 5, 4}, {2, 3, 1, 1}, true, Conv2dOptions().set_max_column_bytes(1)},
+  };
+}
+
+Tensor random(const Shape& shape, DType dtype, uint64_t seed) {
+  Generator g(seed);
+  return randn(shape, dtype, &g);
+}
+
+}  // namespace
+
+TEST_CASE("values/conv2d: 2x2 kernel on a 3x3 image by hand") {
+  const Tensor x = from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}).requires_grad_();
+  const Tensor w = from_vector<double>({1, 2, 3, 4}, {1, 1, 2, 2}).requires_grad_();
+  const Tensor b = from_vector<double>({0.5}, {1}).requires_grad_();
+  const Tensor y = conv2d(x, w, b);
+  // y[p, q] = 1*x[p, q] + 2*x[p, q+1] + 3*x[p+1, q] + 4*x[p+1, q+1] + 0.5
+  CHECK(y.sizes() == Shape{1, 1, 2, 2});
+  CHECK(y.to_vector<double>() == std::vector<double>{37.5, 47.5, 67.5, 77.5});
+  y.backward(ones_like(y));
+  // dx: each pixel collects the kernel taps of every window that covers it; dW: the sum of each tap's pixels.
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{1, 3, 2, 4, 10, 6, 3, 7, 4});
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{12, 16, 24, 28});
+  CHECK(b.grad().to_vector<double>() == std::vector<double>{4});
+}
+
+TEST_CASE("values/conv2d: stride 2 padding 1 and a dilated grouped kernel by hand") {
+  const Tensor x = arange(1, 10, 1, kFloat64).view({1, 1, 3, 3});
+  // A 3x3 box filter centred on the corners: the padding contributes zeros.
+  const Tensor y = conv2d(x, ones({1, 1, 3, 3}, kFloat64), Tensor(), Conv2dOptions().set_stride(2).set_padding(1));
+  CHECK(y.to_vector<double>() == std::vector<double>{12, 16, 24, 28});
+  // Two groups, each a 2x2 kernel with dilation 2 on its own channel: it reads the four corners.
+  const Tensor x2 = arange(0, 18, 1, kFloat64).view({1, 2, 3, 3});
+  const Tensor w2 = from_vector<double>({1, 0, 0, 0, 0, 0, 0, 1}, {2, 1, 2, 2});
+  const Tensor y2 = conv2d(x2, w2, Tensor(), Conv2dOptions().set_dilation(2).set_groups(2));
+  CHECK(y2.sizes() == Shape{1, 2, 1, 1});
+  CHECK(y2.to_vector<double>() == std::vector<double>{0, 17});  // top-left of channel 0, bottom-right of 1
+}
+
+TEST_CASE("gradcheck/conv2d: stride padding dilation groups and non-square shapes in float64") {
+  uint64_t seed = 10;
+  for (const ConvCase& c : conv_cases()) {
+    CAPTURE(c.what);
+    const Tensor x = random(c.input, kFloat64, seed++).requires_grad_();
+    const Tensor w = random(c.weight, kFloat64, seed++).requires_grad_();
+    const Tensor b = c.bias ? random({c.weight[0]}, kFloat64, seed++).requires_grad_() : Tensor();
+    const Conv2dOptions options = c.options;
+    const auto fn = [options](const TensorList& in) { return conv2d(in[0], in[1], in[2], options); };
+    const auto result = autograd::gradcheck(fn, {x, w, b});
+    MESSAGE(c.what << ": max_abs_error " << result.max_abs_error);
+    CHECK_MESSAGE(result.ok, result.report);
+  }
+}
+
+TEST_CASE("gradcheck/conv2d: non-contiguous input") {
+  const Tensor base = random({2, 5, 6, 3}, kFloat64, 3);  // NHWC buffer, read as NCHW through a permute
+  const Tensor x = base.permute({0, 3, 1, 2}).requires_grad_();
+  const Tensor w = random({2, 3, 2, 3}, kFloat64, 4).requires_grad_();
+  const auto result = autograd::gradcheck(
+      [](const TensorList& in) { return conv2d(in[0], in[1], Tensor(), Conv2dOptions().set_padding(1)); }, {x, w});
+  MESSAGE("non-contiguous: max_abs_error " << result.max_abs_error);
+  CHECK_MESSAGE(result.ok, result.report);
+}
+
+TEST_CASE("values/conv2d: a tiny column bound gives several chunks and the unchunked result") {
+  const Tensor x = random({5, 4, 9, 8}, kFloat64, 20).requires_grad_();
+  const Tensor w = random({6, 2, 3, 3}, kFloat64, 21).requires_grad_();
+  const Tensor b = random({6}, kFloat64, 22).requires_grad_();
+  const Tensor g = random({5, 6, 5, 8}, kFloat64, 23);
+  const Conv2dOptions whole = Conv2dOptions().set_groups(2).set_stride(2, 1).set_padding(1);
+  Conv2dOptions chunked = whole;
+  chunked.set_max_column_bytes(2 * 36 * 40 * 8);  // two images' columns: chunks of 2, 2, 1
+  CHECK(conv2d_chunk_size(x, w, chunked) == 2);
+  CHECK(conv2d_chunk_size(x, w, whole) == 5);
+  const Tensor y1 = conv2d(x, w, b, whole);
+  y1.backward(g);
+  const std::vector<Tensor> grads1 = {x.grad(), w.grad(), b.grad()};
+  x.set_grad(Tensor());
+  w.set_grad(Tensor());
+  b.set_grad(Tensor());
+  const Tensor y2 = conv2d(x, w, b, chunked);
+  y2.backward(g);
+  CHECK(max_abs_diff(y1, y2) <= 1e-12);
+  CHECK(max_abs_diff(grads1[0], x.grad()) <= 1e-12);
+  CHECK(max_abs_diff(grads1[1], w.grad()) <= 1e-12);
+  CHECK(max_abs_diff(grads1[2], b.grad()) <= 1e-12);
+}
+
+TEST_CASE("values/conv2d: batch 0 gives an empty output and zero parameter gradients") {
+  const Tensor x = zeros({0, 3, 5, 5}).requires_grad_();
+  const Tensor w = ones({4, 3, 3, 3}).requires_grad_();
+  const Tensor b = ones({4}).requires_grad_();
+  const Tensor y = conv2d(x, w, b);
+  CHECK(y.sizes() == Shape{0, 4, 3, 3});
+  y.backward(zeros_like(y));
+  CHECK(w.grad().to_vector<float>() == std::vector<float>(108, 0.0f));
+  CHECK(b.grad().to_vector<float>() == std::vector<float>(4, 0.0f));
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/conv2d: forward and backward match the CPU in float32 including chunks") {
+  uint64_t seed = 40;
+  std::vector<ConvCase> cases = conv_cases();
+  cases.push_back({"larger with forced chunks", {6, 16, 20, 18}, {24, 8, 3, 3}, true,
+                   Conv2dOptions().set_groups(2).set_padding(1).set_max_column_bytes(100000)});
+  cases.push_back({"larger in one chunk", {6, 16, 20, 18}, {24, 8, 3, 3}, true, Conv2dOptions().set_groups(2).set_padding(1)});
+  for (const ConvCase& c : cases) {
+    CAPTURE(c.what);
+    const Tensor x_cpu = random(c.input, kFloat32, seed++), w_cpu = random(c.weight, kFloat32, seed++);
+    const Tensor b_cpu = c.bias ? random({c.weight[0]}, kFloat32, seed++) : Tensor();
+    std::vector<Tensor> results[2];
+    for (int device = 0; device < 2; ++device) {
+      const auto move = [&](const Tensor& t) { return device ? t.cuda() : t.clone(); };
+      Tensor x = move(x_cpu).requires_grad_(), w = move(w_cpu).requires_grad_();
+      Tensor b = c.bias ? move(b_cpu).requires_grad_() : Tensor();
+      const Tensor y = conv2d(x, w, b, c.options);
+      Generator gen(7);
+      y.backward(randn(y.sizes(), kFloat32, &gen).to(y.device()));
+      results[device] = {y.cpu(), x.grad().cpu(), w.grad().cpu(), c.bias ? b.grad().cpu() : zeros({1})};
+    }
+    const char* names[4] = {"output", "grad_input", "grad_weight", "grad_bias"};
+    for (int i = 0; i < 4; ++i) {
+      CAPTURE(names[i]);
+      CHECK(minidet::test::allclose(results[1][i], results[0][i], 1e-4, 1e-4));
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/conv2d: col2im backward gives identical bits twice") {
+  const Tensor x = random({4, 6, 13, 11}, kFloat32, 50).cuda().requires_grad_();
+  const Tensor w = random({8, 6, 3, 3}, kFloat32, 51).cuda();
+  const Tensor g = random({4, 8, 7, 6}, kFloat32, 52).cuda();
+  const Conv2dOptions options = Conv2dOptions().set_stride(2).set_padding(1, 2).set_dilation(1, 2);
+  conv2d(x, w, Tensor(), options).backward(g);
+  const std::vector<float> first = x.grad().to_vector<float>();
+  x.set_grad(Tensor());
+  conv2d(x, w, Tensor(), options).backward(g);
+  CHECK(x.grad().to_vector<float>() == first);
+}
+
+TEST_CASE("errors/conv2d: wrong channels kernel too large mismatched dtypes and bad options") {
+  const Tensor x = zeros({1, 3, 5, 5});
+  CHECK_THROWS_CONTAINING(conv2d(x, zeros({4, 2, 3, 3})), "expected input with 2 channels");
+  CHECK_THROWS_CONTAINING(conv2d(x, zeros({4, 1, 3, 3}), Tensor(), Conv2dOptions().set_groups(2)),
+                          "expected input with 2 channels");
+  CHECK_THROWS_CONTAINING(conv2d(zeros({1, 4, 5, 5}), zeros({3, 2, 3, 3}), Tensor(), Conv2dOptions().set_groups(2)),
+                          "divisible by groups");
+  CHECK_THROWS_CONTAINING(conv2d(x, zeros({4, 3, 7, 3}), Tensor(), Conv2dOptions().set_padding(0, 1)),
+                          "larger than the padded input");
+  CHECK_THROWS_CONTAINING(conv2d(x, zeros({4, 3, 3, 3}), Tensor(), Conv2dOptions().set_dilation(3)),
+                          "larger than the padded input");
+  CHECK_THROWS_CONTAINING(conv2d(x, zeros({4, 3, 3, 3}, kFloat64)), "of the same dtype");
+  CHECK_THROWS_CONTAINING(conv2d(x, zeros({4, 3, 3, 3}), zeros({4}, kFloat64)), "of the same dtype");
+  CHECK_THROWS_CONTAINING(conv2d(x, zeros({4, 3, 3, 3}), zeros({3})), "expected bias of shape (4,)");
+  CHECK_THROWS_CONTAINING(conv2d(zeros({3, 5, 5}), zeros({4, 3, 3, 3})), "expected input (N, C_in, H, W) with 4 dims");
+  CHECK_THROWS_CONTAINING(conv2d(x, zeros({4, 3, 3, 3}), Tensor(), Conv2dOptions().set_stride(0)), "stride");
+  CHECK_THROWS_CONTAINING(conv2d(zeros({1, 3, 5, 5}, kInt64), zeros({4, 3, 3, 3}, kInt64)), "float32 or float64");
+}
+
+MINIDET_CUDA_TEST_CASE("errors/conv2d: input and weight on different devices") {
+  CHECK_THROWS_CONTAINING(conv2d(zeros({1, 3, 5, 5}), zeros({4, 3, 3, 3}, Device::cuda())), "on the same device");
+  CHECK_THROWS_CONTAINING(conv2d(zeros({1, 3, 5, 5}, Device::cuda()), zeros({4, 3, 3, 3}, Device::cuda()),
+                                 zeros({4})),
+                          "on the same device");
+}
