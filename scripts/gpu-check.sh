@@ -45,17 +45,21 @@ if [[ $what == all || $what == tests ]]; then
 fi
 
 if [[ $what == all || $what == bench ]]; then
-  note "== benchmarks"
+  note "== benchmarks (bench/bench_<op> and, when present, its PyTorch twin bench/<op>_torch.py)"
   : >"$OUT/bench.jsonl"
+  mkdir -p /tmp/minidet-bench
   for b in build/gpu/bench/bench_*; do
     [[ -x $b ]] || continue
-    note "--- $(basename "$b")"
-    "$b" --json "$OUT/bench.jsonl" 2>&1 | tee -a "$summary"
-  done
-  for py in bench/*_torch.py; do
-    [[ -f $py ]] || continue
-    note "--- $py"
-    PYTHONUNBUFFERED=1 python3 "$py" --minidet-json "$OUT/bench.jsonl" 2>&1 | tee -a "$summary"
+    name=$(basename "$b")
+    op=${name#bench_}
+    note "--- $name"
+    "$b" --json "/tmp/minidet-bench/$name.jsonl" 2>&1 | tee -a "$summary"
+    cat "/tmp/minidet-bench/$name.jsonl" >>"$OUT/bench.jsonl"
+    if [[ -f bench/${op}_torch.py ]]; then
+      note "--- bench/${op}_torch.py (same GPU, same shapes)"
+      PYTHONUNBUFFERED=1 python3 "bench/${op}_torch.py" --minidet-json "/tmp/minidet-bench/$name.jsonl" 2>&1 |
+        tee -a "$summary"
+    fi
   done
 fi
 note "== done"
