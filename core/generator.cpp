@@ -8,12 +8,7 @@
 namespace minidet {
 namespace {
 
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+constexpr uint64_t kGoldenGamma = 0x9e3779b97f4a7c15ull;
 
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
@@ -21,10 +16,21 @@ constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 }  // namespace
 
+uint64_t mix_seed(uint64_t x) {
+  uint64_t z = x + kGoldenGamma;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 Generator::Generator(uint64_t seed) { manual_seed(seed); }
 
 void Generator::manual_seed(uint64_t seed) {
-  for (uint64_t& word : s_) word = splitmix64(seed);
+  // The splitmix64 sequence seed+g, seed+2g, ... fills the state, as xoshiro's authors recommend.
+  for (uint64_t& word : s_) {
+    word = mix_seed(seed);
+    seed += kGoldenGamma;
+  }
   has_spare_normal_ = false;
 }
 

@@ -32,6 +32,10 @@ class Generator {
   double spare_normal_ = 0.0;
 };
 
+// splitmix64 of x: a well-spread 64-bit value, so neighbouring inputs give unrelated seeds. Derive a child
+// seed for stream k of a seed as mix_seed(mix_seed(seed) ^ k) (datasets, loaders, per-image streams).
+uint64_t mix_seed(uint64_t x);
+
 // The process-wide generator used when a factory is given none.
 Generator& default_generator();
 void manual_seed(uint64_t seed);

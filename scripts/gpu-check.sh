@@ -31,7 +31,8 @@ note "built in $(( $(date +%s) - start )) s"
 if [[ $what == all || $what == tests ]]; then
   note "== tests (ctest, all families, CUDA included)"
   ctest --preset gpu -j 16 >"$OUT/ctest.log" 2>&1
-  note "ctest exit code $?"
+  rc=$?
+  note "ctest exit code $rc"
   grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Timeout" "$OUT/ctest.log" | tee -a "$summary"
 
   note "== compute-sanitizer memcheck on the cuda/* cases"
@@ -40,7 +41,8 @@ if [[ $what == all || $what == tests ]]; then
     [[ -x $t ]] || continue
     echo "--- $t" >>"$OUT/sanitizer.log"
     compute-sanitizer --tool memcheck --error-exitcode 99 "$t" -tc="cuda/*" >>"$OUT/sanitizer.log" 2>&1
-    note "$(basename "$t"): sanitizer exit code $?  $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)"
+    rc=$?  # read it before any other command runs: 99 = memory errors, 1 = a test failed
+    note "$(basename "$t"): exit code $rc, $(grep -E 'test cases:' "$OUT/sanitizer.log" | tail -1 | tr -s ' '),$(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1 | sed 's/=========//')"
   done
 fi
 

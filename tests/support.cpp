@@ -2,11 +2,20 @@
 
 #include <cmath>
 
+#include "core/factories.h"
+
 namespace minidet::test {
 
 bool cuda_available() {
   static const bool available = cuda::is_available();
   return available;
+}
+
+Tensor random_leaf(const Shape& shape, uint64_t seed) {
+  Generator g(seed);
+  Tensor t = randn(shape, kFloat64, &g);
+  t.requires_grad_();
+  return t;
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {

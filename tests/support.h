@@ -14,6 +14,9 @@ namespace minidet::test {
 // Asked once, at registration time, so doctest can mark CUDA cases as skipped before running anything.
 bool cuda_available();
 
+// A float64 leaf drawn from N(0, 1) with its own seed, marked requires_grad: the usual gradcheck input.
+Tensor random_leaf(const Shape& shape, uint64_t seed);
+
 // Largest |a - b| over all elements (both converted to float64 on the host). Shapes must match.
 double max_abs_diff(const Tensor& a, const Tensor& b);
 // max |a - b| <= atol + rtol * |b| elementwise; on failure, prints the worst element.

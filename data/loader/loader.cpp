@@ -6,16 +6,6 @@
 #include "core/factories.h"
 
 namespace minidet::data {
-namespace {
-
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser: unrelated seeds for neighbouring inputs
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options) : dataset_(dataset), options_(std::move(options)) {
   MINIDET_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be at least 1, got ", options_.batch_size);
@@ -34,7 +24,7 @@ void DataLoader::start_epoch(int64_t epoch) {
   order_.resize(static_cast<size_t>(dataset_.size()));
   for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
   if (options_.shuffle) {
-    Generator generator(mix(mix(options_.seed) ^ static_cast<uint64_t>(epoch)));
+    Generator generator(mix_seed(mix_seed(options_.seed) ^ static_cast<uint64_t>(epoch)));
     for (int64_t i = static_cast<int64_t>(order_.size()) - 1; i > 0; --i)  // Fisher-Yates
       std::swap(order_[i], order_[generator.next_int(0, i + 1)]);
   }
@@ -53,7 +43,8 @@ Batch DataLoader::build_batch(int64_t batch_index) const {
   for (int64_t index : indices) {
     Sample sample = dataset_.get(index);
     if (options_.transform) {
-      Generator generator(mix(mix(mix(options_.seed) ^ static_cast<uint64_t>(epoch_)) ^ static_cast<uint64_t>(index)));
+      const uint64_t epoch_seed = mix_seed(mix_seed(options_.seed) ^ static_cast<uint64_t>(epoch_));
+      Generator generator(mix_seed(epoch_seed ^ static_cast<uint64_t>(index)));
       sample = options_.transform(std::move(sample), generator);
     }
     samples.push_back(std::move(sample));

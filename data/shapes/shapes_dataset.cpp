@@ -12,14 +12,6 @@ const char* split_name(Split split) { return split == Split::kTrain ? "train" : 
 
 namespace {
 
-// A strong 64-bit mix (splitmix64's finaliser), so nearby (seed, split, index) triples give unrelated seeds.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 Color random_color(Generator& generator) {
   return {static_cast<uint8_t>(generator.next_int(0, 256)), static_cast<uint8_t>(generator.next_int(0, 256)),
           static_cast<uint8_t>(generator.next_int(0, 256))};
@@ -71,7 +63,7 @@ void ShapesDataset::check_index(int64_t index) const {
 
 uint64_t ShapesDataset::image_seed(int64_t index) const {
   const uint64_t split_tag = split_ == Split::kTrain ? 0x7472616eull : 0x74657374ull;  // "tran", "test"
-  return mix(mix(mix(options_.seed) ^ split_tag) ^ static_cast<uint64_t>(index));
+  return mix_seed(mix_seed(mix_seed(options_.seed) ^ split_tag) ^ static_cast<uint64_t>(index));
 }
 
 ShapesLayout ShapesDataset::layout(int64_t index) const {
@@ -141,7 +133,7 @@ Sample ShapesDataset::get(int64_t index) const {
   }
   if (options_.noise_amplitude > 0) {
     // A separate stream for the noise, so the noise never shifts the layout draws (and target() can skip it).
-    Generator noise(mix(image_seed(index) ^ 0x6e6f697365ull /* "noise" */));
+    Generator noise(mix_seed(image_seed(index) ^ 0x6e6f697365ull /* "noise" */));
     const uint64_t levels = 2 * static_cast<uint64_t>(options_.noise_amplitude) + 1;
     for (int64_t pixel = 0; pixel < sample.image.width * sample.image.height; ++pixel) {
       const uint64_t bits = noise.next_u64();  // 16 bits per channel

@@ -16,26 +16,19 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Optimizer(std:
 }
 
 void Adam::step() {
-  NoGradGuard no_grad;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const ParamGroup& group = groups_[g];
-    for (size_t i = 0; i < group.params.size(); ++i) {
-      const Tensor& p = group.params[i];
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      ParamState& s = state_[g][i];
-      if (!s.exp_avg.defined()) {
-        s.exp_avg = zeros(p.sizes(), p.options());
-        s.exp_avg_sq = zeros(p.sizes(), p.options());
-      }
-      ++s.step;
-      const double t = static_cast<double>(s.step);
-      detail::adam_update(p, grad.contiguous(), s.exp_avg, s.exp_avg_sq,
-                          {group.lr, options_.beta1, options_.beta2, options_.eps, group.weight_decay,
-                           options_.decoupled_weight_decay, 1 - std::pow(options_.beta1, t),
-                           1 - std::pow(options_.beta2, t)});
+  for_each_param_with_grad([&](const ParamGroup& group, size_t g, size_t i, const Tensor& p, const Tensor& grad) {
+    ParamState& s = state_[g][i];
+    if (!s.exp_avg.defined()) {
+      s.exp_avg = zeros(p.sizes(), p.options());
+      s.exp_avg_sq = zeros(p.sizes(), p.options());
     }
-  }
+    ++s.step;
+    const double t = static_cast<double>(s.step);
+    detail::adam_update(p, grad, s.exp_avg, s.exp_avg_sq,
+                        {group.lr, options_.beta1, options_.beta2, options_.eps, group.weight_decay,
+                         options_.decoupled_weight_decay, 1 - std::pow(options_.beta1, t),
+                         1 - std::pow(options_.beta2, t)});
+  });
 }
 
 NamedTensors Adam::state() const {

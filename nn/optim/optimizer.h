@@ -50,6 +50,19 @@ class Optimizer {
     std::string what;
   };
   StateKey parse_state_name(const std::string& name, const Tensor& value, bool like_param) const;
+  // Calls visit(group, g, i, param, grad) for every parameter that has a gradient, under no-grad, with the
+  // gradient made contiguous: the loop every step() shares.
+  template <typename Visit>
+  void for_each_param_with_grad(Visit visit) {
+    NoGradGuard no_grad;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      for (size_t i = 0; i < groups_[g].params.size(); ++i) {
+        const Tensor& p = groups_[g].params[i];
+        const Tensor grad = p.grad();
+        if (grad.defined()) visit(groups_[g], g, i, p, grad.contiguous());
+      }
+    }
+  }
 
   std::vector<ParamGroup> groups_;
 };

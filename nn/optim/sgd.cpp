@@ -13,21 +13,13 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(std::mo
 }
 
 void SGD::step() {
-  NoGradGuard no_grad;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const ParamGroup& group = groups_[g];
-    for (size_t i = 0; i < group.params.size(); ++i) {
-      const Tensor& p = group.params[i];
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      Tensor& buf = momentum_buffers_[g][i];
-      const bool first = options_.momentum != 0 && !buf.defined();
-      if (first) buf = empty(p.sizes(), p.options());
-      detail::sgd_update(p, grad.contiguous(), buf,
-                         {group.lr, options_.momentum, options_.dampening, group.weight_decay, options_.nesterov,
-                          first});
-    }
-  }
+  for_each_param_with_grad([&](const ParamGroup& group, size_t g, size_t i, const Tensor& p, const Tensor& grad) {
+    Tensor& buf = momentum_buffers_[g][i];
+    const bool first = options_.momentum != 0 && !buf.defined();
+    if (first) buf = empty(p.sizes(), p.options());
+    detail::sgd_update(p, grad, buf,
+                       {group.lr, options_.momentum, options_.dampening, group.weight_decay, options_.nesterov, first});
+  });
 }
 
 NamedTensors SGD::state() const {

@@ -102,7 +102,7 @@ MINIDET_CUDA_TEST_CASE("cuda/batch_norm2d: training eval and frozen match the CP
       const Tensor y = mode == 2 ? frozen_batch_norm2d(x, w, b, rm, rv) : batch_norm2d(x, rm, rv, w, b, mode == 0);
       Generator g(9);
       y.backward(randn(shape, kFloat32, &g).to(y.device()));
-      results[device] = {y.cpu(), x.grad().cpu(), rm.cpu(), rv.cpu()};
+      results[device] = {y.detach().cpu(), x.grad().cpu(), rm.cpu(), rv.cpu()};
       if (mode != 2) {
         results[device].push_back(w.grad().cpu());
         results[device].push_back(b.grad().cpu());

@@ -146,7 +146,7 @@ MINIDET_CUDA_TEST_CASE("cuda/conv2d: forward and backward match the CPU in float
       const Tensor y = conv2d(x, w, b, c.options);
       Generator gen(7);
       y.backward(randn(y.sizes(), kFloat32, &gen).to(y.device()));
-      results[device] = {y.cpu(), x.grad().cpu(), w.grad().cpu(), c.bias ? b.grad().cpu() : zeros({1})};
+      results[device] = {y.detach().cpu(), x.grad().cpu(), w.grad().cpu(), c.bias ? b.grad().cpu() : zeros({1})};
     }
     const char* names[4] = {"output", "grad_input", "grad_weight", "grad_bias"};
     for (int i = 0; i < 4; ++i) {

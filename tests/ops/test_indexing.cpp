@@ -14,12 +14,7 @@ using autograd::TensorList;
 
 namespace {
 
-Tensor leaf(const Shape& shape, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = randn(shape, kFloat64, &g);
-  t.requires_grad_();
-  return t;
-}
+Tensor leaf(const Shape& shape, uint64_t seed) { return test::random_leaf(shape, seed); }
 
 // A (4, 3, 5) input stored as a permuted (5, 4, 3) buffer.
 Tensor permuted_leaf(uint64_t seed) {

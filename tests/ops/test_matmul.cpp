@@ -14,13 +14,7 @@ using autograd::TensorList;
 
 namespace {
 
-// A float64 leaf that requires grad, drawn from N(0, 1).
-Tensor leaf(const Shape& shape, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = randn(shape, kFloat64, &g);
-  t.requires_grad_();
-  return t;
-}
+Tensor leaf(const Shape& shape, uint64_t seed) { return test::random_leaf(shape, seed); }
 
 // The transpose of a fresh (cols, rows) leaf: a (rows, cols) input with swapped strides.
 Tensor transposed_leaf(int64_t rows, int64_t cols, uint64_t seed) {

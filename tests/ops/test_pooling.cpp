@@ -149,7 +149,7 @@ MINIDET_CUDA_TEST_CASE("cuda/pooling: max avg and adaptive pools match the CPU f
                                      : adaptive_avg_pool2d(x, c.input[2] / 2 + 1, c.input[3] - 2);
           Generator g(5);
           y.backward(randn(y.sizes(), dtype, &g).to(y.device()));
-          results[device] = {y.cpu(), x.grad().cpu()};
+          results[device] = {y.detach().cpu(), x.grad().cpu()};
         }
         // Same summation order on both devices (see pool2d_cuda.cu), so equal up to rounding at most.
         CHECK(minidet::test::allclose(results[1][0], results[0][0], 1e-6, 1e-6));

@@ -13,12 +13,7 @@ using autograd::TensorList;
 
 namespace {
 
-Tensor leaf(const Shape& shape, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = randn(shape, kFloat64, &g);
-  t.requires_grad_();
-  return t;
-}
+Tensor leaf(const Shape& shape, uint64_t seed) { return test::random_leaf(shape, seed); }
 
 // A (2, 3, 4) input laid out as a permuted (4, 2, 3) buffer: no dim is contiguous with its neighbour.
 Tensor permuted_leaf(uint64_t seed) {
