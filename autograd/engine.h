@@ -12,6 +12,9 @@
 //      count; a node whose count reaches zero becomes ready.
 //   4. Leaves end in AccumulateGrad, which adds into .grad().
 //
+// A node with several outputs of which only some received a gradient gets zeros for the others (their shapes
+// are recorded), so every backward formula sees a full set of defined gradients.
+//
 // Without retain_graph, each node frees its saved tensors once it has run; a second backward through it
 // raises an error that says to use retain_graph.
 #pragma once

@@ -64,7 +64,8 @@ class Checker {
     std::string mode;
     if (outputs == 0) {
       mode = "empty output: nothing to compare";
-    } else if (input_numel_ * outputs <= options_.full_jacobian_limit) {
+    } else if (input_numel_ * outputs <= options_.full_jacobian_limit &&
+               outputs <= options_.full_jacobian_max_outputs) {
       mode = "full Jacobian";
       check_full_jacobian(outputs);
     } else if (input_numel_ <= options_.per_element_limit) {
@@ -238,7 +239,22 @@ class Checker {
 }  // namespace
 
 GradcheckResult gradcheck(const GradcheckFn& fn, const TensorList& inputs, const GradcheckOptions& options) {
-  return Checker(fn, inputs, options).run();
+  // gradcheck runs backward on the caller's tensors: leave their gradients as it found them.
+  std::vector<Tensor> saved_grads;
+  for (const Tensor& t : inputs) saved_grads.push_back(t.defined() ? t.grad() : Tensor());
+  auto restore = [&] {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].defined() && (saved_grads[i].defined() || inputs[i].grad().defined()))
+        inputs[i].autograd_meta().grad = saved_grads[i];
+  };
+  try {
+    GradcheckResult result = Checker(fn, inputs, options).run();
+    restore();
+    return result;
+  } catch (...) {
+    restore();
+    throw;
+  }
 }
 
 GradcheckResult gradcheck(const GradcheckFn& fn, const TensorList& inputs, double eps, double atol, double rtol) {

@@ -27,7 +27,8 @@ struct GradcheckOptions {
   double eps = 1e-6;
   double atol = 1e-5;
   double rtol = 1e-3;
-  int64_t full_jacobian_limit = 100000;
+  int64_t full_jacobian_limit = 100000;  // input elements x output elements
+  int64_t full_jacobian_max_outputs = 1024;  // one backward per output element in full mode
   int64_t per_element_limit = 20000;
   int projections = 4;
   uint64_t seed = 1234;
@@ -43,7 +44,7 @@ struct GradcheckResult {
 using GradcheckFn = std::function<Tensor(const TensorList&)>;
 
 // Inputs that require grad must be float64 CPU tensors without overlapping memory (no expanded views);
-// other inputs are treated as constants.
+// other inputs are treated as constants. The inputs' .grad() are restored afterwards.
 GradcheckResult gradcheck(const GradcheckFn& fn, const TensorList& inputs, const GradcheckOptions& options = {});
 GradcheckResult gradcheck(const GradcheckFn& fn, const TensorList& inputs, double eps, double atol, double rtol);
 

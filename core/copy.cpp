@@ -56,10 +56,26 @@ void copy_same_device(const Tensor& dst, const Tensor& src) {
 #endif
 }
 
-void check_writable(const Tensor& t, const char* what) {
-  MINIDET_CHECK(!(GradMode::is_enabled() && t.requires_grad() && t.is_leaf()), "Tensor::", what,
-                ": a leaf that requires grad cannot be modified in place while grad mode is on "
-                "(wrap parameter updates in NoGradGuard)");
+// In-place writes are raw: they are never recorded. So while grad mode is on they must not touch a tensor
+// that is part of the graph (a leaf that requires grad, or an op's output whose grad_fn would then describe
+// values that are gone), nor take their values from one (the gradient would silently stop there).
+void check_writable(const Tensor& t, const char* what, const Tensor* src = nullptr) {
+  if (!GradMode::is_enabled()) return;
+  MINIDET_CHECK(!t.requires_grad(), "Tensor::", what, ": ",
+                t.is_leaf() ? "a leaf that requires grad" : "a tensor produced by a recorded op",
+                " cannot be modified in place while grad mode is on (in-place writes are not recorded; "
+                "wrap parameter updates in NoGradGuard, or write into a clone)");
+  MINIDET_CHECK(src == nullptr || !src->requires_grad(), "Tensor::", what,
+                ": the source requires grad, and an in-place copy is not recorded, so its gradient would be "
+                "lost; use the differentiable minidet::clone / to from ops/, or copy inside NoGradGuard");
+}
+
+// A destination where several elements share one memory location (a stride-0, expanded dim) would receive
+// racing writes of different values.
+void check_no_internal_overlap(const Tensor& t, const char* what) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    MINIDET_CHECK(t.stride(d) != 0 || t.size(d) <= 1, "Tensor::", what, ": more than one element of the ",
+                  "written-to tensor refers to a single memory location (dim ", d, " is expanded); clone it first");
 }
 
 }  // namespace
@@ -67,14 +83,20 @@ void check_writable(const Tensor& t, const char* what) {
 const Tensor& Tensor::copy_(const Tensor& src) const {
   check_defined("copy_");
   MINIDET_CHECK(src.defined(), "Tensor::copy_: the source tensor is undefined");
-  check_writable(*this, "copy_");
+  check_writable(*this, "copy_", &src);
+  check_no_internal_overlap(*this, "copy_");
   Tensor source = src;
   {
     NoGradGuard raw;  // the broadcasting view below is internal and never reaches the graph
     if (source.sizes() != sizes()) source = source.expand(sizes());
     if (source.device() != device()) {
-      // Bytes cross devices only in a dense buffer of the source dtype; conversion happens on arrival.
       Tensor dense = source.contiguous();
+      if (is_contiguous() && dense.dtype() == dtype()) {  // the common case (x.cuda(), .cpu()): one transfer
+        detail::copy_bytes(raw_data(), device(), dense.raw_data(), dense.device(), numel() * element_size(dtype()));
+        bump_version();
+        return *this;
+      }
+      // Otherwise bytes cross devices in a dense buffer of the source dtype; conversion happens on arrival.
       Tensor arrived = make_tensor(dense.sizes(), TensorOptions(dense.dtype(), device()));
       detail::copy_bytes(arrived.raw_data(), device(), dense.raw_data(), dense.device(),
                          dense.numel() * element_size(dense.dtype()));

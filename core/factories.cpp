@@ -67,8 +67,11 @@ Tensor randn(const Shape& shape, const TensorOptions& options, Generator* genera
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& options,
                Generator* generator) {
+  MINIDET_CHECK(low < high, "randint: empty range [", low, ", ", high, ")");
   Generator& g = pick(generator);
-  return host_generated(shape, options, [&](int64_t) { return static_cast<double>(g.next_int(low, high)); });
+  std::vector<int64_t> values(static_cast<size_t>(shape_numel(shape)));
+  for (int64_t& v : values) v = g.next_int(low, high);  // exact: never through double
+  return from_vector<int64_t>(values, shape).to(options);
 }
 
 Tensor randperm(int64_t n, const TensorOptions& options, Generator* generator) {

@@ -63,12 +63,12 @@ double Generator::next_normal() {
 
 int64_t Generator::next_int(int64_t low, int64_t high) {
   MINIDET_CHECK(low < high, "Generator::next_int: empty range [", low, ", ", high, ")");
-  const uint64_t range = static_cast<uint64_t>(high - low);
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);  // no signed overflow
   // Rejection sampling: drop the top partial copy of [0, range) so every value is equally likely.
   const uint64_t limit = UINT64_MAX - UINT64_MAX % range;
   uint64_t x;
   do x = next_u64(); while (x >= limit);
-  return low + static_cast<int64_t>(x % range);
+  return static_cast<int64_t>(static_cast<uint64_t>(low) + x % range);
 }
 
 std::vector<uint64_t> Generator::state() const {

@@ -19,7 +19,8 @@ constexpr int64_t kSummarizeAbove = 1000;
 constexpr int64_t kEdgeItems = 3;
 
 struct Printer {
-  std::vector<double> values;  // the whole tensor, row-major, as double
+  std::vector<double> values;    // floating tensors, row-major
+  std::vector<int64_t> integers;  // integer and bool tensors, row-major: exact beyond 2^53
   Shape sizes;
   Shape strides;
   DType dtype;
@@ -27,12 +28,15 @@ struct Printer {
   bool scientific = false;
   size_t width = 0;
 
-  std::string format(double v) const {
+  std::string format(int64_t index) const {
     char buf[64];
-    if (dtype == kBool) return v != 0 ? "True" : "False";
+    if (dtype == kBool) return integers[index] != 0 ? "True" : "False";
     if (!is_floating(dtype)) {
-      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-    } else if (std::isnan(v) || std::isinf(v)) {
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(integers[index]));
+      return buf;
+    }
+    const double v = values[index];
+    if (std::isnan(v) || std::isinf(v)) {
       std::snprintf(buf, sizeof buf, "%s", std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
     } else {
       std::snprintf(buf, sizeof buf, scientific ? "%.4e" : "%.4f", v);
@@ -53,15 +57,16 @@ struct Printer {
     return idx;
   }
 
-  void visit(size_t d, int64_t offset, const std::function<void(double)>& fn) const {
-    if (d == sizes.size()) return fn(values[offset]);
+  // Calls fn(flat index) for every element that will be shown.
+  void visit(size_t d, int64_t offset, const std::function<void(int64_t)>& fn) const {
+    if (d == sizes.size()) return fn(offset);
     for (int64_t i : shown(sizes[d]))
       if (i >= 0) visit(d + 1, offset + i * strides[d], fn);
   }
 
   void print(std::string& out, size_t d, int64_t offset, size_t indent) const {
     if (d == sizes.size()) {
-      std::string s = format(values[offset]);
+      std::string s = format(offset);
       out += std::string(width - std::min(width, s.size()), ' ') + s;
       return;
     }
@@ -86,19 +91,22 @@ struct Printer {
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
   Printer p;
-  p.values = to_vector<double>();
+  if (is_floating(dtype())) p.values = to_vector<double>();
+  else p.integers = to_vector<int64_t>();
   p.sizes = sizes();
   p.strides = contiguous_strides(sizes());
   p.dtype = dtype();
   p.summarize = numel() > kSummarizeAbove;
   double max_abs = 0, min_abs = INFINITY;
-  p.visit(0, 0, [&](double v) {
+  p.visit(0, 0, [&](int64_t i) {
+    if (p.values.empty()) return;
+    const double v = p.values[i];
     if (!std::isfinite(v) || v == 0) return;
     max_abs = std::max(max_abs, std::fabs(v));
     min_abs = std::min(min_abs, std::fabs(v));
   });
   p.scientific = is_floating(dtype()) && (max_abs >= 1e8 || (min_abs < 1e-4 && max_abs > 0));
-  p.visit(0, 0, [&](double v) { p.width = std::max(p.width, p.format(v).size()); });
+  p.visit(0, 0, [&](int64_t i) { p.width = std::max(p.width, p.format(i).size()); });
 
   std::string out = "tensor(";
   if (numel() == 0) out += "[]";

@@ -85,7 +85,9 @@ Shape contiguous_strides(const Shape& sizes) {
 
 int64_t shape_numel(const Shape& sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes) {
+    MINIDET_CHECK(!__builtin_mul_overflow(n, s, &n), "shape ", sizes, " has more elements than int64 can count");
+  }
   return n;
 }
 
@@ -99,7 +101,10 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* what) {
 Tensor make_tensor(const Shape& sizes, const TensorOptions& options) {
   for (int64_t s : sizes) MINIDET_CHECK(s >= 0, "make_tensor: negative size in ", sizes);
   const int64_t numel = shape_numel(sizes);
-  Storage storage = make_storage(static_cast<size_t>(numel) * element_size(options.dtype), options.device);
+  size_t nbytes = 0;
+  MINIDET_CHECK(!__builtin_mul_overflow(static_cast<size_t>(numel), element_size(options.dtype), &nbytes),
+                "make_tensor: shape ", sizes, " of ", options.dtype, " needs more bytes than size_t can count");
+  Storage storage = make_storage(nbytes, options.device);
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), sizes, contiguous_strides(sizes), 0,
                                              options.dtype));
 }

@@ -1,6 +1,7 @@
 #include "core/cuda/caching_allocator.h"
 
 #include "core/allocator.h"
+#include "core/cuda/availability.h"
 #include "core/error.h"
 
 #if MINIDET_WITH_CUDA
@@ -19,6 +20,7 @@ size_t round_allocation_size(size_t nbytes) {
   constexpr size_t kSmallQuantum = 512;
   constexpr size_t kSmallLimit = size_t(1) << 20;
   if (nbytes <= kSmallLimit) return (nbytes + kSmallQuantum - 1) / kSmallQuantum * kSmallQuantum;
+  MINIDET_CHECK(nbytes <= (size_t(1) << 62), "CUDA allocator: ", nbytes, " bytes is beyond any GPU");
   // Largest power of two <= nbytes, then the first of its four quarter steps that fits.
   size_t power = kSmallLimit;
   while (power * 2 <= nbytes) power *= 2;
@@ -153,7 +155,13 @@ class DeviceAllocator final : public Allocator {
 
 }  // namespace
 
+void check_device_index(int device, const char* what) {
+  MINIDET_CHECK(device >= 0 && device < device_count(), what, ": cuda:", device, " does not exist (",
+                device_count(), " GPU(s) visible)");
+}
+
 Allocator* caching_allocator(int device) {
+  check_device_index(device, "CUDA allocator");
   static std::mutex mutex;
   static std::vector<DeviceAllocator*>* allocators = new std::vector<DeviceAllocator*>();
   std::lock_guard<std::mutex> lock(mutex);
@@ -161,8 +169,14 @@ Allocator* caching_allocator(int device) {
     allocators->push_back(new DeviceAllocator(static_cast<int>(allocators->size())));
   return (*allocators)[device];
 }
-MemoryStats memory_stats(int device) { return instance().stats(device); }
-void reset_peak_memory_stats(int device) { instance().reset_peak(device); }
+MemoryStats memory_stats(int device) {
+  check_device_index(device, "cuda::memory_stats");
+  return instance().stats(device);
+}
+void reset_peak_memory_stats(int device) {
+  check_device_index(device, "cuda::reset_peak_memory_stats");
+  instance().reset_peak(device);
+}
 void empty_cache() { instance().empty_cache(); }
 
 #else  // CPU-only build

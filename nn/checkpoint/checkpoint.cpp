@@ -35,8 +35,10 @@ Checkpoint capture_training_state(const Module& model, const Optimizer* optimize
   for (const auto& [name, t] : model.named_buffers()) c.put("model." + name, t);
   if (optimizer) {
     for (const auto& [name, t] : optimizer->state()) c.put("optim." + name, t);
-    for (size_t g = 0; g < optimizer->param_groups().size(); ++g)
+    for (size_t g = 0; g < optimizer->param_groups().size(); ++g) {
       c.put("optim.lr." + std::to_string(g), from_vector<double>({optimizer->param_groups()[g].lr}));
+      c.put("optim.initial_lr." + std::to_string(g), from_vector<double>({optimizer->param_groups()[g].initial_lr}));
+    }
   }
   if (scheduler) c.put("sched.step", from_vector<int64_t>({scheduler->last_step()}));
   if (generator) {
@@ -49,12 +51,22 @@ Checkpoint capture_training_state(const Module& model, const Optimizer* optimize
 }
 
 namespace {
+
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// A one-element scalar entry of the expected dtype, checked before anything is restored.
+const Tensor& scalar_entry(const Checkpoint& c, const std::string& name, DType dtype) {
+  const Tensor& t = c.get(name);
+  MINIDET_CHECK(t.numel() == 1 && t.dtype() == dtype, "checkpoint: '", name, "' must be one ", dtype, ", got ",
+                t.sizes(), " ", t.dtype());
+  return t;
+}
+
 }  // namespace
 
 TrainingProgress restore_training_state(const Checkpoint& c, Module& model, Optimizer* optimizer,
                                         LRScheduler* scheduler, Generator* generator) {
-  // 1. Check everything the model needs, without changing anything.
+  // 1. Check everything, changing nothing: model entries, every scalar, the generator state.
   NamedTensors targets = model.named_parameters();
   for (auto& entry : model.named_buffers()) targets.push_back(entry);
   std::set<std::string> expected;
@@ -68,33 +80,49 @@ TrainingProgress restore_training_state(const Checkpoint& c, Module& model, Opti
   for (const auto& [name, t] : c.entries)
     MINIDET_CHECK(!starts_with(name, "model.") || expected.count(name), "checkpoint: entry '", name,
                   "' matches nothing in the model");
-  if (scheduler) c.get("sched.step");
-  if (generator) MINIDET_CHECK(c.get("rng.state").numel() == 6, "checkpoint: rng.state must hold 6 words");
-  const Tensor& step = c.get("progress.step");
-  const Tensor& epoch = c.get("progress.epoch");
-
-  // 2. The optimizer validates its entries itself before changing anything.
+  const int64_t step = scalar_entry(c, "progress.step", kInt64).item<int64_t>();
+  const int64_t epoch = scalar_entry(c, "progress.epoch", kInt64).item<int64_t>();
+  int64_t scheduler_step = 0;
+  if (scheduler) {
+    scheduler_step = scalar_entry(c, "sched.step", kInt64).item<int64_t>();
+    MINIDET_CHECK(scheduler_step >= 0, "checkpoint: sched.step is negative (", scheduler_step, ")");
+  }
+  std::vector<int64_t> rng_words;
+  if (generator) {
+    const Tensor& words = c.get("rng.state");
+    MINIDET_CHECK(words.numel() == 6 && words.dtype() == kInt64, "checkpoint: rng.state must be 6 int64 words");
+    rng_words = words.to_vector<int64_t>();
+  }
+  std::vector<double> lrs, initial_lrs;
+  NamedTensors optimizer_state;
   if (optimizer) {
-    NamedTensors state;
+    for (size_t g = 0; g < optimizer->param_groups().size(); ++g) {
+      lrs.push_back(scalar_entry(c, "optim.lr." + std::to_string(g), kFloat64).item<double>());
+      initial_lrs.push_back(scalar_entry(c, "optim.initial_lr." + std::to_string(g), kFloat64).item<double>());
+    }
     for (const auto& [name, t] : c.entries)
-      if (starts_with(name, "optim.") && !starts_with(name, "optim.lr.")) state.emplace_back(name.substr(6), t);
-    for (size_t g = 0; g < optimizer->param_groups().size(); ++g) c.get("optim.lr." + std::to_string(g));
-    optimizer->load_state(state);
-    for (size_t g = 0; g < optimizer->param_groups().size(); ++g)
-      optimizer->param_groups()[g].lr = c.get("optim.lr." + std::to_string(g)).item<double>();
+      if (starts_with(name, "optim.") && !starts_with(name, "optim.lr.") && !starts_with(name, "optim.initial_lr."))
+        optimizer_state.emplace_back(name.substr(6), t);
   }
 
-  // 3. Everything checked: apply.
+  // 2. The optimizer checks its own entries and applies them only if all are valid; it is the last step
+  //    that can fail, so a failure here still leaves everything unchanged.
+  if (optimizer) optimizer->load_state(optimizer_state);
+
+  // 3. Apply the rest: nothing below can fail on a checkpoint that passed the checks above.
+  if (optimizer) {
+    for (size_t g = 0; g < lrs.size(); ++g) {
+      optimizer->param_groups()[g].lr = lrs[g];
+      optimizer->param_groups()[g].initial_lr = initial_lrs[g];
+    }
+  }
   {
     NoGradGuard no_grad;
     for (const auto& [name, t] : targets) t.copy_(c.get("model." + name));
   }
-  if (scheduler) scheduler->set_step(c.get("sched.step").item<int64_t>());
-  if (generator) {
-    const std::vector<int64_t> words = c.get("rng.state").to_vector<int64_t>();
-    generator->set_state(std::vector<uint64_t>(words.begin(), words.end()));
-  }
-  return {step.item<int64_t>(), epoch.item<int64_t>()};
+  if (scheduler) scheduler->set_step(scheduler_step);
+  if (generator) generator->set_state(std::vector<uint64_t>(rng_words.begin(), rng_words.end()));
+  return {step, epoch};
 }
 
 }  // namespace minidet::nn

@@ -153,15 +153,21 @@ Checkpoint load_checkpoint(const std::string& path) {
     MINIDET_CHECK(ndim <= kMaxDims, "checkpoint ", path, ": entry '", name, "' has ", int(ndim), " dims");
     Shape sizes(ndim);
     uint64_t numel = 1;
+    bool overflow = false;
     for (auto& s : sizes) {
       s = reader.value<int64_t>("a size");
-      MINIDET_CHECK(s >= 0 && s < (int64_t(1) << 40), "checkpoint ", path, ": entry '", name, "' has bad size ", s);
-      numel *= static_cast<uint64_t>(s);
+      MINIDET_CHECK(s >= 0, "checkpoint ", path, ": entry '", name, "' has negative size ", s);
+      overflow = overflow || __builtin_mul_overflow(numel, static_cast<uint64_t>(s), &numel);
     }
     const DType dtype = static_cast<DType>(code);
+    uint64_t needed = 0;
+    overflow = overflow || __builtin_mul_overflow(numel, element_size(dtype), &needed);
+    // A crafted file must not make us allocate what it does not contain: the shape's bytes must be there.
+    MINIDET_CHECK(!overflow && needed <= bytes.size(), "checkpoint ", path, ": entry '", name, "' has shape ",
+                  sizes, ", more data than the whole file holds");
     const uint64_t nbytes = reader.value<uint64_t>("a data length");
-    MINIDET_CHECK(nbytes == numel * element_size(dtype), "checkpoint ", path, ": entry '", name, "' declares ",
-                  nbytes, " data bytes but its shape needs ", numel * element_size(dtype));
+    MINIDET_CHECK(nbytes == needed, "checkpoint ", path, ": entry '", name, "' declares ", nbytes,
+                  " data bytes but its shape needs ", needed);
     const char* data = reader.take(nbytes, "tensor data");
     Tensor t = empty(sizes, dtype);
     if (nbytes > 0) std::memcpy(t.raw_data(), data, nbytes);

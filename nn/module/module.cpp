@@ -40,21 +40,25 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.emplace_back(name, std::move(module));
 }
 
-void Module::collect(NamedTensors& out, const std::string& prefix, bool parameters, bool recurse) const {
-  for (const auto& [name, tensor] : parameters ? parameters_ : buffers_) out.emplace_back(prefix + name, tensor);
+void Module::collect(NamedTensors& out, std::unordered_set<const TensorImpl*>& seen, const std::string& prefix,
+                     bool parameters, bool recurse) const {
+  for (const auto& [name, tensor] : parameters ? parameters_ : buffers_)
+    if (seen.insert(tensor.impl()).second) out.emplace_back(prefix + name, tensor);
   if (!recurse) return;
-  for (const auto& [name, child] : children_) child->collect(out, prefix + name + ".", parameters, true);
+  for (const auto& [name, child] : children_) child->collect(out, seen, prefix + name + ".", parameters, true);
 }
 
 NamedTensors Module::named_parameters(bool recurse) const {
   NamedTensors out;
-  collect(out, "", true, recurse);
+  std::unordered_set<const TensorImpl*> seen;
+  collect(out, seen, "", true, recurse);
   return out;
 }
 
 NamedTensors Module::named_buffers(bool recurse) const {
   NamedTensors out;
-  collect(out, "", false, recurse);
+  std::unordered_set<const TensorImpl*> seen;
+  collect(out, seen, "", false, recurse);
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -41,7 +42,9 @@ class Module {
 
   const std::string& type_name() const { return type_name_; }
 
-  // Dotted names ("backbone.conv1.weight"), parents' own entries first, then each child in order.
+  // Dotted names ("backbone.conv1.weight"), parents' own entries first, then each child in order. A tensor
+  // registered twice (a weight shared by two layers) is listed once, under its first name, so an optimizer
+  // never updates it twice.
   NamedTensors named_parameters(bool recurse = true) const;
   NamedTensors named_buffers(bool recurse = true) const;
   std::vector<Tensor> parameters(bool recurse = true) const;
@@ -79,7 +82,8 @@ class Module {
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void check_new_name(const std::string& name) const;
-  void collect(NamedTensors& out, const std::string& prefix, bool parameters, bool recurse) const;
+  void collect(NamedTensors& out, std::unordered_set<const TensorImpl*>& seen, const std::string& prefix,
+               bool parameters, bool recurse) const;
   void describe_into(std::ostream& out, const std::string& label, int depth) const;
   void apply_to_tensors(const std::function<Tensor(const Tensor&)>& convert);
 

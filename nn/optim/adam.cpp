@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/factories.h"
 #include "nn/optim/optim_kernels.h"
@@ -18,6 +19,8 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Optimizer(std:
 void Adam::step() {
   for_each_param_with_grad([&](const ParamGroup& group, size_t g, size_t i, const Tensor& p, const Tensor& grad) {
     ParamState& s = state_[g][i];
+    follow_param(s.exp_avg, p);
+    follow_param(s.exp_avg_sq, p);
     if (!s.exp_avg.defined()) {
       s.exp_avg = zeros(p.sizes(), p.options());
       s.exp_avg_sq = zeros(p.sizes(), p.options());
@@ -59,12 +62,17 @@ void Adam::load_state(const NamedTensors& state) {
       MINIDET_CHECK(value.dtype() == kInt64 && value.numel() == 1, "Adam state: '", name,
                     "' must be one int64");
   }
-  // Each parameter that has state must have all three entries.
-  std::map<std::pair<size_t, size_t>, int> entries;
-  for (const StateKey& key : keys) entries[{key.group, key.param}]++;
-  for (const auto& [param, count] : entries)
-    MINIDET_CHECK(count == 3, "Adam state: group", param.first, ".param", param.second, " has ", count,
-                  " of its 3 entries (step, exp_avg, exp_avg_sq)");
+  // Each parameter that has state must have exactly its three entries, and a step count of at least 1 (the
+  // state exists only after a step; t = 0 would divide by a zero bias correction).
+  std::map<std::pair<size_t, size_t>, std::set<std::string>> entries;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    entries[{keys[k].group, keys[k].param}].insert(keys[k].what);
+    if (keys[k].what == "step")
+      MINIDET_CHECK(state[k].second.item<int64_t>() >= 1, "Adam state: '", state[k].first, "' must be >= 1");
+  }
+  for (const auto& [param, whats] : entries)
+    MINIDET_CHECK(whats == std::set<std::string>({"exp_avg", "exp_avg_sq", "step"}), "Adam state: group",
+                  param.first, ".param", param.second, " needs exactly step, exp_avg and exp_avg_sq");
   for (auto& group : state_)
     for (ParamState& s : group) s = ParamState();
   for (size_t k = 0; k < keys.size(); ++k) {

@@ -6,12 +6,19 @@
 namespace minidet::nn {
 
 LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
-  for (const ParamGroup& group : optimizer.param_groups()) base_lrs_.push_back(group.lr);
+  // The base is each group's initial_lr, recorded by the first scheduler: a scheduler made after restoring a
+  // checkpoint (whose lr is already decayed) must not decay it a second time.
+  for (ParamGroup& group : optimizer.param_groups()) {
+    if (group.initial_lr < 0) group.initial_lr = group.lr;
+    base_lrs_.push_back(group.initial_lr);
+  }
 }
 
 void LRScheduler::apply() {
   const double f = factor(step_);
   auto& groups = optimizer_.param_groups();
+  MINIDET_CHECK(groups.size() == base_lrs_.size(), "LRScheduler: the optimizer now has ", groups.size(),
+                " parameter groups but the scheduler was made for ", base_lrs_.size());
   for (size_t g = 0; g < groups.size(); ++g) groups[g].lr = base_lrs_[g] * f;
 }
 

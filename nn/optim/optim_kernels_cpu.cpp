@@ -32,7 +32,18 @@ void adam_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& m, c
   });
 }
 
+namespace {
+void check_like_param(const char* op, const Tensor& param, const Tensor& t, const char* what) {
+  if (!t.defined()) return;
+  MINIDET_CHECK(t.device() == param.device() && t.dtype() == param.dtype() && t.sizes() == param.sizes(), op, ": ",
+                what, " is ", t.sizes(), " ", t.dtype(), " on ", t.device(), " but the parameter is ", param.sizes(),
+                " ", param.dtype(), " on ", param.device());
+}
+}  // namespace
+
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdStep& s) {
+  check_like_param("sgd", param, grad, "the gradient");
+  check_like_param("sgd", param, buf, "the momentum buffer");
   MINIDET_CHECK(grad.is_contiguous() && grad.sizes() == param.sizes(), "sgd: gradient of shape ", grad.sizes(),
                 " does not match the parameter ", param.sizes(), " (or is not contiguous)");
   if (param.is_cuda()) {
@@ -46,6 +57,9 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, cons
 }
 
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamStep& s) {
+  check_like_param("adam", param, grad, "the gradient");
+  check_like_param("adam", param, m, "exp_avg");
+  check_like_param("adam", param, v, "exp_avg_sq");
   MINIDET_CHECK(grad.is_contiguous() && grad.sizes() == param.sizes(), "adam: gradient of shape ", grad.sizes(),
                 " does not match the parameter ", param.sizes(), " (or is not contiguous)");
   if (param.is_cuda()) {

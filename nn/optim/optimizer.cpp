@@ -1,6 +1,7 @@
 #include "nn/optim/optimizer.h"
 
 #include <cmath>
+#include <unordered_set>
 
 #include "autograd/engine.h"
 #include "core/accumulate.h"
@@ -11,6 +12,7 @@ namespace minidet::nn {
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {
   MINIDET_CHECK(!groups_.empty(), "optimizer: no parameter groups");
+  std::unordered_set<const TensorImpl*> seen;
   for (size_t g = 0; g < groups_.size(); ++g) {
     MINIDET_CHECK(groups_[g].lr >= 0 && groups_[g].weight_decay >= 0, "optimizer: group ", g,
                   " has a negative lr or weight_decay");
@@ -19,6 +21,8 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)
       MINIDET_CHECK(p.defined() && p.requires_grad() && p.is_leaf(), "optimizer: group ", g, " parameter ", i,
                     " is not a leaf tensor that requires grad");
       MINIDET_CHECK(p.is_contiguous(), "optimizer: group ", g, " parameter ", i, " is not contiguous");
+      MINIDET_CHECK(seen.insert(p.impl()).second, "optimizer: group ", g, " parameter ", i,
+                    " appears more than once; it would be updated twice per step");
     }
   }
 }
@@ -36,6 +40,10 @@ Optimizer::StateKey Optimizer::parse_state_name(const std::string& name, const T
   MINIDET_CHECK(shaped && consumed > 0, "optimizer state: bad entry name '", name,
                 "' (expected group<g>.param<i>.<what>)");
   key.what = name.substr(consumed);
+  // sscanf also reads "group01" as group 1: accept only the canonical spelling, so two names can never
+  // address one slot.
+  MINIDET_CHECK(name == "group" + std::to_string(key.group) + ".param" + std::to_string(key.param) + "." + key.what,
+                "optimizer state: entry name '", name, "' is not in canonical form");
   MINIDET_CHECK(key.group < groups_.size() && key.param < groups_[key.group].params.size(),
                 "optimizer state: '", name, "' names a parameter this optimizer does not have");
   if (like_param) {

@@ -25,6 +25,7 @@ struct ParamGroup {
   std::vector<Tensor> params;
   double lr = 0.01;
   double weight_decay = 0.0;
+  double initial_lr = -1.0;  // set by the first LR scheduler: the base its factors multiply (as PyTorch does)
 };
 
 class Optimizer {
@@ -50,6 +51,12 @@ class Optimizer {
     std::string what;
   };
   StateKey parse_state_name(const std::string& name, const Tensor& value, bool like_param) const;
+  // State tensors follow their parameter: after Module::to() moved the parameter, its state is moved on the
+  // next step (as PyTorch's load_state_dict casts state to the parameter's device and dtype).
+  static void follow_param(Tensor& state, const Tensor& param) {
+    if (state.defined() && (state.device() != param.device() || state.dtype() != param.dtype()))
+      state = state.to(param.options());
+  }
   // Calls visit(group, g, i, param, grad) for every parameter that has a gradient, under no-grad, with the
   // gradient made contiguous: the loop every step() shares.
   template <typename Visit>

@@ -15,6 +15,7 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(std::mo
 void SGD::step() {
   for_each_param_with_grad([&](const ParamGroup& group, size_t g, size_t i, const Tensor& p, const Tensor& grad) {
     Tensor& buf = momentum_buffers_[g][i];
+    follow_param(buf, p);
     const bool first = options_.momentum != 0 && !buf.defined();
     if (first) buf = empty(p.sizes(), p.options());
     detail::sgd_update(p, grad, buf,

@@ -207,3 +207,41 @@ TEST_CASE("values/engine: backward rooted at a leaf accumulates into its own gra
   x.backward(from_vector<double>({3.0, 4.0}));  // the leaf's sink exists only for this backward
   CHECK(grad_of(x) == std::vector<double>{3.0, 4.0});
 }
+
+MINIDET_CUDA_TEST_CASE("cuda/engine: accumulation and broadcast reduction on CUDA match the CPU") {
+  // A diamond whose branches broadcast b over a's rows: the engine sums the two paths (add_into) and
+  // reduces b's gradient from (64, 33) to (33,) (sum_to), both on the GPU.
+  Tensor a_cpu = randn({64, 33}).requires_grad_(), b_cpu = randn({33}).requires_grad_();
+  Tensor a_gpu = a_cpu.detach().cuda().requires_grad_(), b_gpu = b_cpu.detach().cuda().requires_grad_();
+  auto run = [](const Tensor& a, const Tensor& b) {
+    Tensor h = tanh(a * b);
+    return h * b + sigmoid(h) - b;
+  };
+  Tensor up = randn({64, 33});
+  run(a_cpu, b_cpu).backward(up);
+  run(a_gpu, b_gpu).backward(up.cuda());
+  CHECK(b_gpu.grad().device() == Device::cuda());
+  CHECK(test::allclose(a_gpu.grad(), a_cpu.grad(), 1e-5, 1e-5));
+  CHECK(test::allclose(b_gpu.grad(), b_cpu.grad(), 1e-4, 1e-4));  // sums of 64 rows
+}
+
+TEST_CASE("errors/engine: raw in-place writes refuse tensors in the graph") {
+  Tensor x = leaf({1.0, 2.0, 3.0});
+  Tensor y = x * 2.0;
+  // Writing y in place would leave its grad_fn describing values that no longer exist.
+  CHECK_THROWS_CONTAINING(y.fill_(0.0), "produced by a recorded op");
+  // Copying *from* a tensor that requires grad would silently drop its gradient.
+  Tensor plain = zeros({3}, kFloat64);
+  CHECK_THROWS_CONTAINING(plain.copy_(y), "the source requires grad");
+  NoGradGuard no_grad;  // the documented way: raw writes outside recording
+  plain.copy_(y);
+  CHECK(plain.to_vector<double>() == std::vector<double>{2, 4, 6});
+}
+
+TEST_CASE("values/dot: a leaf root is drawn as its leaf box") {
+  Tensor w = leaf({1.0});
+  autograd::set_name(w, "w \"quoted\"");
+  const std::string dot = autograd::to_dot({w});
+  INFO(dot);
+  CHECK(dot.find("label=\"w \\\"quoted\\\"\\n(1,)\"") != std::string::npos);
+}

@@ -176,3 +176,13 @@ TEST_CASE("errors/device: allocating on CUDA without a GPU" * doctest::skip(mini
 MINIDET_CUDA_TEST_CASE("cuda/errors: allocating on a GPU ordinal that does not exist") {
   CHECK_THROWS_CONTAINING(zeros({2}, Device::cuda(cuda::device_count())), "GPU(s) visible");
 }
+
+TEST_CASE("errors/copy: a destination with an expanded dim is refused") {
+  Tensor dst = zeros({1}).expand({100});
+  CHECK_THROWS_CONTAINING(dst.copy_(arange(100, kFloat32)), "single memory location");
+}
+
+TEST_CASE("errors/tensor: shapes whose element or byte count overflows are refused") {
+  CHECK_THROWS_CONTAINING(empty({int64_t(1) << 40, int64_t(1) << 40}), "int64");
+  CHECK_THROWS_CONTAINING(empty({int64_t(1) << 31, int64_t(1) << 30}, kFloat64), "size_t");
+}

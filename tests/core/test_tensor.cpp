@@ -239,3 +239,9 @@ TEST_CASE("values/print: a tensor that requires grad says so") {
   w.requires_grad_();
   CHECK(w.str() == "tensor([0.0000], shape=(1,), dtype=float32, device=cpu, requires_grad=true)");
 }
+
+TEST_CASE("values/print: int64 values print exactly beyond 2^53") {
+  const std::string text = from_vector<int64_t>({9007199254740993LL, -5}).str();
+  INFO(text);
+  CHECK(text.find("9007199254740993") != std::string::npos);
+}

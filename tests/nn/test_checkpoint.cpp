@@ -176,3 +176,71 @@ TEST_CASE("errors/checkpoint: a mismatched checkpoint is refused and changes not
   CHECK_THROWS_CONTAINING(restore_training_state(extra, b, nullptr, nullptr, nullptr), "matches nothing");
   CHECK(b.w.to_vector<double>() == w_before);
 }
+
+namespace {
+// Builds a checkpoint file by hand with a correct checksum, so the parser's own checks (not the checksum)
+// must catch what is wrong inside.
+struct FileBuilder {
+  std::string bytes = std::string(kCheckpointMagic, 8);
+  template <typename T>
+  FileBuilder& put(T v) {
+    bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return *this;
+  }
+  FileBuilder& header(uint64_t entries) { return put<uint32_t>(1).put<uint32_t>(0).put<uint64_t>(entries); }
+  FileBuilder& entry(const std::string& name, uint8_t dtype, std::vector<int64_t> sizes, uint64_t nbytes,
+                     size_t data_bytes) {
+    put<uint32_t>(static_cast<uint32_t>(name.size()));
+    bytes += name;
+    put<uint8_t>(dtype).put<uint8_t>(static_cast<uint8_t>(sizes.size()));
+    for (int64_t s : sizes) put<int64_t>(s);
+    put<uint64_t>(nbytes);
+    bytes.append(data_bytes, '\0');
+    return *this;
+  }
+  void write(const std::string& path, const std::string& trailing = "") {
+    std::string all = bytes + trailing;
+    uint64_t hash = 1469598103934665603ull;
+    for (unsigned char c : all) hash = (hash ^ c) * 1099511628211ull;
+    all.append(reinterpret_cast<const char*>(&hash), 8);
+    write_bytes(path, all);
+  }
+};
+}  // namespace
+
+TEST_CASE("errors/checkpoint: crafted entries with a valid checksum are refused") {
+  const std::string path = temp_path("crafted.ckpt");
+  // float64 (2^31, 2^30): 2^61 elements, 2^64 bytes, which wraps to 0 in 64 bits.
+  FileBuilder().header(1).entry("huge", 1, {int64_t(1) << 31, int64_t(1) << 30}, 0, 0).write(path);
+  CHECK_THROWS_CONTAINING(load_checkpoint(path), "huge");
+  FileBuilder().header(1).entry("w", 0, {4}, 12, 12).write(path);  // 4 float32 need 16 bytes
+  CHECK_THROWS_CONTAINING(load_checkpoint(path), "declares 12 data bytes");
+  FileBuilder().header(1).entry("w", 9, {1}, 1, 1).write(path);
+  CHECK_THROWS_CONTAINING(load_checkpoint(path), "unknown dtype code");
+  FileBuilder().header(2).entry("w", 0, {1}, 4, 4).entry("w", 0, {1}, 4, 4).write(path);
+  CHECK_THROWS_CONTAINING(load_checkpoint(path), "appears twice");
+  FileBuilder().header(1).entry("w", 0, {1}, 4, 4).write(path, "xyz");
+  CHECK_THROWS_CONTAINING(load_checkpoint(path), "unexpected bytes");
+  FileBuilder().header(3).entry("w", 0, {1}, 4, 4).write(path);  // promises 3 entries, holds 1
+  CHECK_THROWS_CONTAINING(load_checkpoint(path), "truncated");
+}
+
+TEST_CASE("errors/checkpoint: malformed scalar entries are refused before anything changes") {
+  Tiny a(1), b(2);
+  auto opt_a = std::make_unique<Adam>(std::vector<ParamGroup>{{a.parameters(), 0.05, 0.0}});
+  auto opt_b = std::make_unique<Adam>(std::vector<ParamGroup>{{b.parameters(), 0.05, 0.0}});
+  WarmupCosineLR sched_a(*opt_a, 10), sched_b(*opt_b, 10);
+  Checkpoint good = capture_training_state(a, opt_a.get(), &sched_a, nullptr, {2, 0});
+  const std::vector<double> w_before = b.w.to_vector<double>();
+  const double lr_before = sched_b.lr();
+  for (const std::string bad : {"sched.step", "progress.epoch", "optim.lr.0"}) {
+    CAPTURE(bad);
+    Checkpoint c;
+    for (const auto& [name, t] : good.entries)
+      c.put(name, name != bad ? t : (bad == "sched.step" ? from_vector<int64_t>({-3}) : zeros({2}, kFloat64)));
+    CHECK_THROWS(restore_training_state(c, b, opt_b.get(), &sched_b, nullptr));
+    CHECK(b.w.to_vector<double>() == w_before);
+    CHECK(sched_b.lr() == lr_before);
+    CHECK(opt_b->state().empty());
+  }
+}

@@ -109,3 +109,21 @@ TEST_CASE("values/init: fans gains and bounds") {
   init::xavier_uniform_(b, 1.0, &g2);
   CHECK(a.to_vector<float>() == b.to_vector<float>());  // seeded: identical
 }
+
+TEST_CASE("values/module: a weight shared by two layers is listed once") {
+  class Tied final : public Module {
+   public:
+    Tied() : Module("Tied") {
+      first = register_module("first", std::make_shared<Leaf>(2));
+      second = register_module("second", std::make_shared<Leaf>(2));
+      shared = register_parameter("shared", first->weight);  // the same tensor under a second name
+    }
+    std::shared_ptr<Leaf> first, second;
+    Tensor shared;
+  };
+  Tied tied;
+  std::vector<std::string> names;
+  for (const auto& [name, t] : tied.named_parameters()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"shared", "first.bias", "second.weight", "second.bias"});
+  CHECK(tied.num_parameters() == 4 + 2 + 4 + 2);
+}

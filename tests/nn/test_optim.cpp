@@ -7,6 +7,8 @@
 #include "nn/optim/sgd.h"
 #include "tests/support.h"
 
+using minidet::nn::NamedTensors;
+
 using namespace minidet;
 using namespace minidet::nn;
 
@@ -178,4 +180,67 @@ MINIDET_CUDA_TEST_CASE("cuda/optim: SGD and AdamW steps on CUDA match the CPU") 
     }
     CHECK(test::allclose(pg, pc, 1e-5, 1e-6));
   }
+}
+
+TEST_CASE("values/sgd: dampening scales the new gradient in the momentum buffer") {
+  Tensor p = param({1.0});
+  SGDOptions o = momentum(0.9);
+  o.dampening = 0.5;
+  SGD sgd({{{p}, 0.1, 0.0}}, o);
+  set_grad(p, {1.0});
+  sgd.step();  // first step: buf = g = 1 (no dampening on the first step), p = 0.9
+  set_grad(p, {1.0});
+  sgd.step();  // buf = 0.9 + 0.5 * 1 = 1.4, p = 0.9 - 0.14 = 0.76
+  CHECK(p.item<double>() == doctest::Approx(0.76));
+}
+
+TEST_CASE("errors/optim: a parameter listed twice is refused") {
+  Tensor p = param({1.0});
+  CHECK_THROWS_CONTAINING(SGD({{{p, p}, 0.1, 0.0}}), "more than once");
+  CHECK_THROWS_CONTAINING(SGD({{{p}, 0.1, 0.0}, {{p}, 0.1, 0.0}}), "more than once");
+}
+
+TEST_CASE("errors/adam: load_state refuses incomplete aliased and impossible state") {
+  Tensor p = param({1.0, 2.0});
+  Adam adam({{{p}, 0.1, 0.0}});
+  set_grad(p, {1.0, 1.0});
+  adam.step();
+  const NamedTensors good = adam.state();
+  CHECK(good.size() == 3);
+  NamedTensors missing(good.begin(), good.begin() + 2);
+  CHECK_THROWS_CONTAINING(adam.load_state(missing), "exactly step, exp_avg and exp_avg_sq");
+  NamedTensors aliased = good;
+  aliased[0].first = "group00.param0.step";  // the same slot spelled differently
+  CHECK_THROWS_CONTAINING(adam.load_state(aliased), "canonical");
+  NamedTensors zero_step = good;
+  zero_step[0].second = from_vector<int64_t>({0});
+  CHECK_THROWS_CONTAINING(adam.load_state(zero_step), ">= 1");
+  adam.load_state(good);  // and the valid state still loads
+}
+
+TEST_CASE("values/optim: state follows its parameter to another dtype") {
+  Tensor p = from_vector<float>({1.0f, 2.0f});
+  p.requires_grad_();
+  AdamW opt({{{p}, 0.1, 0.01}});
+  p.set_grad(from_vector<float>({1.0f, -1.0f}));
+  opt.step();
+  {
+    NoGradGuard no_grad;
+    p.set_data(p.to(kFloat64));  // what Module::to(kFloat64) does
+  }
+  p.set_grad(from_vector<double>({1.0, -1.0}));
+  opt.step();  // the float32 exp_avg / exp_avg_sq are converted, not misread
+  CHECK(opt.state()[1].second.dtype() == kFloat64);
+}
+
+TEST_CASE("values/lr_schedule: a scheduler made after a restore does not decay twice") {
+  Tensor p = param({0.0});
+  SGD sgd({{{p}, 0.02, 0.0}});
+  {
+    WarmupMultiStepLR first(sgd, {10}, 0.1);
+    first.set_step(20);  // lr = 0.002
+  }
+  WarmupMultiStepLR second(sgd, {10}, 0.1);  // its base is initial_lr 0.02, not the decayed 0.002
+  second.set_step(20);
+  CHECK(second.lr() == doctest::Approx(0.002));
 }
