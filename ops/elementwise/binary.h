@@ -7,7 +7,10 @@
 //
 // When a or b was broadcast, its gradient above has the output's shape; the autograd engine sums it back
 // to the input's shape (sum_to), so these formulas never deal with broadcasting themselves.
-// Operands must share dtype and device. float32, float64 and int64 work (only floats carry gradients).
+// Operands must share dtype and device. add, sub and mul take float32, float64, int64 and uint8 (only floats
+// carry gradients); div takes float32 and float64 only (integer division by zero would trap), so convert
+// integers with to(kFloat32) first. A scalar applied to an integer tensor must be exactly representable in its
+// dtype (add(x, 0.5) on int64 is an error, not a silent no-op).
 #pragma once
 
 #include "core/tensor.h"
@@ -26,7 +29,8 @@ Tensor div(const Tensor& a, double b);
 Tensor sub(double a, const Tensor& b);  // a - b
 Tensor div(double a, const Tensor& b);  // a / b
 
-// Elementwise max/min of two tensors (no gradient; for box arithmetic and masks).
+// Elementwise max/min of two tensors, for box arithmetic and masks. A NaN on either side gives NaN. No
+// gradient: an error when an input requires grad and grad mode is on (use NoGradGuard or detached tensors).
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 

@@ -49,7 +49,8 @@ MINIDET_HOST_DEVICE inline T apply_unary(UnaryOp op, T x, double a, double b) {
     case UnaryOp::Sqrt: return static_cast<T>(sqrt(x));
     case UnaryOp::Abs: return x < T(0) ? -x : x;
     case UnaryOp::Sign: return static_cast<T>((x > T(0)) - (x < T(0)));
-    case UnaryOp::Relu: return x > T(0) ? x : T(0);
+    // x != x is the NaN test (it works in device code too): relu(NaN) is NaN, as in PyTorch, not 0.
+    case UnaryOp::Relu: return (x > T(0) || x != x) ? x : T(0);
     // 1 / (1 + e^-x) overflows e^-x for very negative x; use e^x / (1 + e^x) there instead.
     case UnaryOp::Sigmoid: {
       if (x >= T(0)) return static_cast<T>(T(1) / (T(1) + exp(-x)));
@@ -79,9 +80,13 @@ MINIDET_HOST_DEVICE inline T apply_binary(BinaryOp op, T x, T y) {
     case BinaryOp::Add: return x + y;
     case BinaryOp::Sub: return x - y;
     case BinaryOp::Mul: return x * y;
+    // Reached with floating operands only: div() rejects integer dtypes, because an integer x / 0 traps
+    // (SIGFPE) on the CPU, INT64_MIN / -1 is undefined behaviour, and the GPU returns garbage for both.
     case BinaryOp::Div: return x / y;
-    case BinaryOp::Maximum: return x >= y ? x : y;
-    case BinaryOp::Minimum: return x <= y ? x : y;
+    // A NaN on either side wins (x != x is the NaN test; always false for integers). Without the tests,
+    // x >= y is false whenever either is NaN, so the result would depend on the operand order.
+    case BinaryOp::Maximum: return x != x ? x : (y != y ? y : (x >= y ? x : y));
+    case BinaryOp::Minimum: return x != x ? x : (y != y ? y : (x <= y ? x : y));
   }
   return x;
 }

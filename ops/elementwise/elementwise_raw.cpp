@@ -1,5 +1,7 @@
 #include "ops/elementwise/elementwise_raw.h"
 
+#include <cmath>
+
 #include "core/broadcast.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
@@ -41,5 +43,20 @@ Tensor compare_raw(const char* name, CompareOp op, const Tensor& a, const Tensor
   compare_kernel(op, out, x, y);
   return out;
 }
+
+bool scalar_fits(double value, DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float64: return true;
+    // 2^63 is exactly representable as a double; the int64 range is [-2^63, 2^63). NaN fails every test.
+    case DType::Int64:
+      return value == std::trunc(value) && value >= -9223372036854775808.0 && value < 9223372036854775808.0;
+    case DType::UInt8: return value == std::trunc(value) && value >= 0.0 && value <= 255.0;
+    case DType::Bool: return value == 0.0 || value == 1.0;
+  }
+  return false;
+}
+
+Tensor scalar_like(const Tensor& t, double value) { return full({}, value, t.options()); }
 
 }  // namespace minidet::ops::detail

@@ -11,4 +11,13 @@ Tensor unary_raw(const char* name, UnaryOp op, const Tensor& x, double a = 0, do
 Tensor binary_raw(const char* name, BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor compare_raw(const char* name, CompareOp op, const Tensor& a, const Tensor& b);
 
+// Whether `value` converts to `dtype` exactly, so that a scalar may be cast to a tensor's dtype without
+// changing its meaning. Always true for float32/float64 (a double rounds to float32, as PyTorch does with a
+// Python float); for int64 and uint8 only an integer in range; for bool only 0 or 1. Casting a scalar that
+// does not fit truncates it (0.5 -> 0) or, for an out-of-range value, is undefined behaviour.
+bool scalar_fits(double value, DType dtype);
+// A 0-dim tensor holding `value` with t's dtype and device: how the integer paths apply a scalar (there are
+// no unary scalar kernels for integers). Callers check scalar_fits first.
+Tensor scalar_like(const Tensor& t, double value);
+
 }  // namespace minidet::ops::detail

@@ -1,6 +1,8 @@
 // Each op: compute with the raw kernel, then record its backward (formulas in unary.h).
 #include "ops/elementwise/unary.h"
 
+#include <cmath>
+
 #include "autograd/function.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/elementwise_raw.h"
@@ -93,6 +95,10 @@ Tensor pow(const Tensor& x, double exponent) {
 Tensor square(const Tensor& x) { return pow(x, 2.0); }
 
 Tensor clamp(const Tensor& x, double min, double max) {
+  // A NaN bound passes `min > max` (every comparison with NaN is false), yet the forward would clamp one side
+  // while the gradient mask lo <= x <= hi is 0 everywhere. Infinite bounds are fine (clamp_min/clamp_max).
+  MINIDET_CHECK(!std::isnan(min) && !std::isnan(max), "clamp: bounds must not be NaN, got min ", min, " and max ",
+                max);
   MINIDET_CHECK(!(min > max), "clamp: min ", min, " is greater than max ", max);
   Tensor y = unary_raw("clamp", UnaryOp::Clamp, x, min, max);
   autograd::record("clamp", {x}, {y}, {x}, [min, max](BackwardContext& ctx, const TensorList& g) -> TensorList {

@@ -5,11 +5,11 @@
 //   log      y = ln x            dx = dy / x
 //   sqrt     y = sqrt(x)         dx = dy / (2 y)
 //   abs      y = |x|             dx = dy * sign(x)          (0 at x = 0, as in PyTorch)
-//   relu     y = max(x, 0)       dx = dy * [x > 0]
+//   relu     y = max(x, 0)       dx = dy * [x > 0]          (relu(NaN) = NaN, as in PyTorch)
 //   sigmoid  y = 1 / (1 + e^-x)  dx = dy * y * (1 - y)
 //   tanh     y = tanh x          dx = dy * (1 - y^2)
 //   pow      y = x^p             dx = dy * p * x^(p-1)
-//   clamp    y = min(max(x, lo), hi)   dx = dy * [lo <= x <= hi]
+//   clamp    y = min(max(x, lo), hi)   dx = dy * [lo <= x <= hi]   (lo, hi not NaN; infinite is fine)
 //   sign     y = sign(x)         no gradient (piecewise constant)
 //
 // Ops that can write their gradient from y save y instead of x. All take float32 or float64 on any device.

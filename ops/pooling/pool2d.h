@@ -16,6 +16,9 @@
 // adaptive_avg_pool2d: output size (H_out, W_out) chosen by the caller; bin p covers rows
 //              [floor(p*H/H_out), ceil((p+1)*H/H_out)) (bins may overlap by one row); y = mean over the bin.
 //
+// Every pool needs H >= 1 and W >= 1 (an empty plane is an error, even when padding would leave room for a
+// window); N = 0 or C = 0 gives an empty output.
+//
 // CUDA backward passes are gathers: one thread per input pixel sums over the few output windows that
 // contain it, in a fixed order, so they are deterministic without atomics.
 #pragma once

@@ -35,6 +35,11 @@ PoolGeometry make_pool_geometry(const char* op, const Tensor& input, const Pool2
   MINIDET_CHECK(g.pad_h <= g.kernel_h / 2 && g.pad_w <= g.kernel_w / 2, op,
                 ": padding should be at most half of the kernel size, got padding (", g.pad_h, ", ", g.pad_w,
                 ") for kernel (", g.kernel_h, ", ", g.kernel_w, ")");
+  // An empty plane has no element for a window to pick or average; padding alone would let the kernel-size
+  // check below pass and give -inf / NaN outputs (max_pool2d: indices into nothing). PyTorch refuses it too.
+  // N = 0 or C = 0 is fine: no planes, an empty output.
+  MINIDET_CHECK(input.size(2) >= 1 && input.size(3) >= 1, op,
+                ": expected a non-empty plane (H >= 1 and W >= 1), got input of shape ", input.sizes());
   g.planes = input.size(0) * input.size(1);
   g.height = input.size(2);
   g.width = input.size(3);

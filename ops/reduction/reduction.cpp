@@ -13,6 +13,7 @@
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
 #include "ops/elementwise/elementwise_raw.h"
+#include "ops/indexing/where.h"
 #include "ops/reduction/reduction_kernels.h"
 
 namespace minidet {
@@ -42,9 +43,13 @@ int64_t reduced_count(const Tensor& x, const Shape& kept) {
   return n;
 }
 
-// dy of the reduced shape, repeated over the reduced dims: the gradient of a sum.
+// dy of the reduced shape, repeated over the reduced dims: the gradient of a sum. An expanded view (stride 0
+// over the reduced dims), not a copy: the engine accepts views (it clones before accumulating in place, and
+// AccumulateGrad clones into .grad), and every backward formula that may receive it reads strided gradients
+// (the elementwise, where, shape and pointwise-loss kernels index by strides; gemm, conv, pooling, softmax,
+// batch norm, cross entropy, indexing and the reductions call contiguous() first).
 Tensor broadcast_back(const Tensor& grad, const Shape& kept, const Shape& input_sizes) {
-  return grad.reshape(kept).expand(input_sizes).contiguous();
+  return grad.reshape(kept).expand(input_sizes);
 }
 
 void check_not_bool(const char* op, const Tensor& x) {
@@ -105,10 +110,14 @@ Tensor extremum_all(const char* op, Extremum kind, const Tensor& x) {
     ops::detail::extremum_rows_kernel(kind, x.contiguous(), RowLayout{1, x.numel(), 1}, value, index);
   }
   autograd::record(op, {x}, {value}, {x, value}, [](BackwardContext& ctx, const TensorList& g) -> TensorList {
-    const Tensor x = ctx.saved(0);
-    const Tensor ties = eq(x, ctx.saved(1)).to(x.dtype());  // 1 where x equals the max, else 0
-    const Tensor count = sum_dims_raw(ties, {}, false);     // on the device: no sync to read it
-    return {mul(ties, div(g[0], count))};
+    const Tensor x = ctx.saved(0), v = ctx.saved(1);
+    // The elements that gave v: those equal to it, or, when v is NaN (NaN propagates), the NaNs. eq(x, NaN)
+    // is all false, so without the second case count = 0 and every gradient would be 0 * (g / 0) = NaN.
+    // PyTorch's mask, (x == v) | (isnan(x) & isnan(v)), chosen on the device by where (ne(t, t) is the NaN
+    // test; v is 0-dim, so its NaN test selects one whole mask), with no sync to read v.
+    const Tensor picked = where(ne(v, v), ne(x, x), eq(x, v)).to(x.dtype());  // 1 where picked, else 0
+    const Tensor count = sum_dims_raw(picked, {}, false);                      // on the device too
+    return {mul(picked, div(g[0], count))};
   });
   return value;
 }
@@ -121,6 +130,8 @@ Tensor sum(const Tensor& x) { return sum(x, {}, false); }
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   ops::check_defined("sum", x, "input");
+  // Integer and bool tensors sum to int64 (see sum_dims_raw) and carry no gradient: nothing to record.
+  if (!is_floating(x.dtype())) return sum_dims_raw(x, dims, keepdim);
   Tensor y = sum_dims_raw(x, dims, keepdim);
   const Shape kept = keepdim_shape(x, dims);
   autograd::record("sum", {x}, {y}, {}, [kept](BackwardContext& ctx, const TensorList& g) -> TensorList {

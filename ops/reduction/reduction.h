@@ -4,7 +4,8 @@
 //   mean  y = sum_{k in dims} x_k / n           dx = dy / n broadcast back     (n = elements per output)
 //   max   (v, i) = (max_k x_k, first k where x_k = v), along one dim
 //                                               dx_k = dy if k == i, else 0    (min: the same with min)
-//   max   v = max over all elements             dx_k = dy / m where x_k == v (m = how many tie), else 0
+//   max   v = max over all elements             dx_k = dy / m where x_k == v (m = how many tie), else 0;
+//                                               when v is NaN, where x_k is NaN (m = how many NaNs)
 //   topk  the k largest (or smallest) x along dim, with their indices
 //                                               dx = dy scattered to those indices, 0 elsewhere
 //   argmax / argmin                             indices only; no gradient
@@ -15,11 +16,13 @@
 //   to one element. The full max(x)/min(x) instead splits the gradient evenly among tied elements, as
 //   PyTorch does: (max over all) has no single "selected" index to prefer.
 // - NaN propagates: max and min both return NaN (and its first index) when a row contains one. topk treats
-//   NaN as larger than every number.
+//   every NaN (either sign bit) as larger than every number, on both devices (CUDA returns it as +NaN).
 // - topk returns its values sorted (largest first when largest, else smallest first) whether or not
 //   `sorted` is set, and equal values keep their input order. (-0.0 and +0.0 compare equal on the CPU but
 //   the CUDA radix sort orders -0.0 first; a corner case we leave.)
-// - sum takes any numeric dtype; mean floating only; max/min/argmax/topk any numeric dtype. Indices are int64.
+// - sum takes any dtype: float32/float64 sum in their own dtype; bool, uint8 and int64 sum in int64 and return
+//   int64, like PyTorch (so sum(gt(x, 0)) counts). mean takes floating only; max/min/argmax/topk any numeric
+//   dtype. Indices are int64.
 // - Empty inputs: sum of nothing is 0 and mean of nothing is NaN (like PyTorch). max/min/argmax over an
 //   empty dim is an error (no element to pick); over a non-empty dim of a tensor with other empty dims,
 //   the result is empty.

@@ -1,5 +1,6 @@
 // CUDA kernels for max/min/argmax, their scatter backward, and topk. Same semantics as reduction_cpu.cpp.
 #include <climits>
+#include <limits>
 
 #include <cub/device/device_segmented_radix_sort.cuh>
 
@@ -73,6 +74,19 @@ __global__ void row_positions_kernel(int64_t total, int64_t n, int64_t* out) {
   MINIDET_KERNEL_LOOP(i, total) { out[i] = i % n; }
 }
 
+// topk's sort keys: x with every NaN replaced by the one canonical +NaN. CUB's radix sort orders floats by
+// their bits (flipped so that negative numbers sort below positive ones), which puts a NaN with the sign bit
+// set (-NaN, e.g. from -(NaN) or some inf - inf) below -inf, and orders NaNs among themselves by payload. The
+// CPU treats every NaN as larger than every number and all NaNs as equal (input order kept), so on the GPU
+// every NaN must be the same +NaN, which sorts above +inf and ties with the others.
+template <typename T>
+__global__ void canonical_nan_kernel(int64_t n, const T* x, T* keys) {
+  MINIDET_KERNEL_LOOP(i, n) {
+    const T v = x[i];
+    keys[i] = v != v ? std::numeric_limits<T>::quiet_NaN() : v;  // constexpr: fine in device code
+  }
+}
+
 }  // namespace
 
 void extremum_rows_cuda(Extremum kind, const Tensor& x, const RowLayout& layout, const Tensor& values,
@@ -99,7 +113,9 @@ void scatter_rows_cuda(const Tensor& grad_x, const RowLayout& layout, const Tens
 
 // topk on CUDA sorts every row completely with CUB's segmented radix sort (one segment per row), then keeps
 // the first k of each. Radix sort is stable, so equal values keep their input order, as on the CPU; it
-// orders floats by their bits, which puts (positive) NaN above +inf.
+// orders floats by their bits, which puts +NaN above +inf but -NaN below -inf, so floating keys are first
+// copied with every NaN made one canonical +NaN (canonical_nan_kernel): every NaN then counts as largest and
+// ties with the other NaNs, as on the CPU.
 void topk_last_dim_cuda(const Tensor& x, int64_t k, bool largest, const Tensor& values, const Tensor& indices) {
   cuda::DeviceGuard guard(x.device());
   const int64_t n = x.size(-1), total = x.numel(), rows = total / n;
@@ -113,8 +129,18 @@ void topk_last_dim_cuda(const Tensor& x, int64_t k, bool largest, const Tensor& 
   const Tensor offsets = arange(0, static_cast<double>((rows + 1) * n), static_cast<double>(n), kInt64).to(x.device());
   Tensor sorted = empty({rows, n}, x.options());
   Tensor sorted_positions = empty({rows, n}, index_options);
+  // The sort keys: x itself, or for floats a copy with every NaN made the canonical +NaN.
+  Tensor keys = x;
+  if (is_floating(x.dtype())) {
+    keys = empty({rows, n}, x.options());
+    MINIDET_DISPATCH_FLOATING(x.dtype(), "topk", [&] {
+      canonical_nan_kernel<scalar_t><<<cuda::blocks_for(total), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+          total, x.data<scalar_t>(), keys.data<scalar_t>());
+      MINIDET_CUDA_LAUNCH_CHECK("canonical_nan_kernel");
+    });
+  }
   MINIDET_DISPATCH_NUMERIC(x.dtype(), "topk", [&] {
-    const scalar_t* keys_in = x.data<scalar_t>();
+    const scalar_t* keys_in = keys.data<scalar_t>();
     scalar_t* keys_out = sorted.data<scalar_t>();
     const int64_t* values_in = positions.data<int64_t>();
     int64_t* values_out = sorted_positions.data<int64_t>();

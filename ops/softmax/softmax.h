@@ -9,8 +9,9 @@
 // Backward, for one row with upstream gradient dy:
 //   softmax      dx_k = y_k * (dy_k - sum_j dy_j y_j)      (the Jacobian is diag(y) - y y^T)
 //   log_softmax  dx_k = dy_k - exp(y_k) * sum_j dy_j       (the Jacobian is I - 1 softmax^T)
-// Both save only the output y. The forward and the backward are each one fused kernel: per row, one pass
-// for the max and the sum, one to write (CPU: a loop per row; CUDA: one warp per row).
+// Both save only the output y. The forward and the backward are each one fused kernel (CPU: a loop per row;
+// CUDA: one warp per row). Per row, the forward makes three passes: one for the max m, one for the sum s,
+// one to write y; the backward makes two: one for the dot sum, one to write dx.
 //
 // x: float32 or float64, any shape and strides; dim may be negative. A 0-dim x is a row of one element
 // (softmax 1, log_softmax 0). Rows of -inf only give NaN, as in PyTorch.

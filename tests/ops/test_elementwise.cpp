@@ -1,6 +1,7 @@
 // Elementwise ops: unary, binary (with broadcasting and scalars) and comparisons.
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "autograd/gradcheck.h"
 #include "core/factories.h"
@@ -175,4 +176,154 @@ MINIDET_CUDA_TEST_CASE("cuda/binary: broadcasting forward and backward match the
   CHECK(test::allclose(a_gpu.grad(), a_cpu.grad(), 1e-5, 1e-4));
   CHECK(test::allclose(b_gpu.grad(), b_cpu.grad(), 1e-4, 1e-3));  // sums of 264 terms each
   CHECK(gt(a_gpu, b_gpu).cpu().to_vector<bool>() == gt(a_cpu, b_cpu).to_vector<bool>());
+}
+
+// ---- integer operands, scalars and NaN ---------------------------------------------------------------------
+
+TEST_CASE("errors/div: integer operands are refused in every form") {
+  const Tensor i = from_vector<int64_t>({6, 0, -3});
+  const Tensor u = from_vector<uint8_t>({6, 0, 3});
+  // Integer x / 0 would trap (SIGFPE) on the CPU and give garbage on the GPU.
+  CHECK_THROWS_CONTAINING(div(i, i), "div: expected float32 or float64 operands, got int64");
+  CHECK_THROWS_CONTAINING(i / i, "convert with to(kFloat32) first");
+  CHECK_THROWS_CONTAINING(div(u, u), "div: expected float32 or float64 operands, got uint8");
+  CHECK_THROWS_CONTAINING(div(i, 2.0), "div: expected float32 or float64 operands, got int64");
+  CHECK_THROWS_CONTAINING(div(2.0, i), "div: expected float32 or float64 operands, got int64");
+  CHECK_THROWS_CONTAINING(div(ones({3}), i), "got int64");
+  CHECK_THROWS_CONTAINING(div(Tensor(), ones({3})), "undefined");
+  // Floating division is unchanged, a zero divisor included.
+  const std::vector<float> q = div(i.to(kFloat32), 2.0).to_vector<float>();
+  CHECK(q == std::vector<float>{3.0f, 0.0f, -1.5f});
+  CHECK(std::isinf(div(ones({1}), zeros({1})).item<float>()));
+}
+
+TEST_CASE("errors/binary: a scalar that an integer dtype cannot hold is refused") {
+  const Tensor i = from_vector<int64_t>({0, 1, 2});
+  const Tensor u = from_vector<uint8_t>({0, 5, 255});
+  CHECK_THROWS_CONTAINING(add(i, 0.5), "add: the scalar 0.5 is not exactly representable in the tensor's dtype int64");
+  CHECK_THROWS_CONTAINING(i + 0.5, "convert the tensor with to(kFloat32) first");
+  CHECK_THROWS_CONTAINING(sub(i, 1e19), "sub: the scalar");
+  CHECK_THROWS_CONTAINING(mul(i, std::nan("")), "mul: the scalar nan");
+  CHECK_THROWS_CONTAINING(mul(u, -1.0), "dtype uint8");
+  CHECK_THROWS_CONTAINING(add(u, 256.0), "dtype uint8");
+  CHECK_THROWS_CONTAINING(sub(0.5, i), "sub: the scalar 0.5");
+}
+
+TEST_CASE("values/binary: representable scalars on integer tensors") {
+  const Tensor i = from_vector<int64_t>({0, 1, 2});
+  CHECK((i + 1.0).to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3});
+  CHECK((i - 3.0).to_vector<int64_t>() == std::vector<int64_t>{-3, -2, -1});
+  CHECK((i * -2.0).to_vector<int64_t>() == std::vector<int64_t>{0, -2, -4});
+  CHECK((10.0 - i).to_vector<int64_t>() == std::vector<int64_t>{10, 9, 8});
+  // uint8 x - 1 subtracts 1 (it is not turned into x + (-1), which uint8 could not hold); 0 - 1 wraps.
+  const Tensor u = from_vector<uint8_t>({0, 5, 255});
+  CHECK((u - 1.0).to_vector<uint8_t>() == std::vector<uint8_t>{255, 4, 254});
+  CHECK((u * 1.0).to_vector<uint8_t>() == std::vector<uint8_t>{0, 5, 255});
+}
+
+TEST_CASE("values/compare: scalars an integer dtype cannot hold compare in float64") {
+  const Tensor i = from_vector<int64_t>({-1, 0, 1});
+  CHECK(lt(i, 0.5).to_vector<bool>() == std::vector<bool>{true, true, false});
+  CHECK(gt(i, -0.5).to_vector<bool>() == std::vector<bool>{false, true, true});
+  CHECK(le(i, -0.5).to_vector<bool>() == std::vector<bool>{true, false, false});
+  CHECK(ge(i, 0.5).to_vector<bool>() == std::vector<bool>{false, false, true});
+  CHECK(eq(i, 0.5).to_vector<bool>() == std::vector<bool>{false, false, false});
+  CHECK(ne(i, 0.5).to_vector<bool>() == std::vector<bool>{true, true, true});
+  CHECK(eq(i, 1.0).to_vector<bool>() == std::vector<bool>{false, false, true});  // representable: exact
+  // uint8 against negative and out-of-range scalars (casting them would be undefined behaviour).
+  const Tensor u = from_vector<uint8_t>({0, 200, 255});
+  CHECK(gt(u, -1.0).to_vector<bool>() == std::vector<bool>{true, true, true});
+  CHECK(lt(u, -1.0).to_vector<bool>() == std::vector<bool>{false, false, false});
+  CHECK(le(u, 300.0).to_vector<bool>() == std::vector<bool>{true, true, true});
+  CHECK(eq(u, 456.0).to_vector<bool>() == std::vector<bool>{false, false, false});
+  CHECK(gt(u, 199.5).to_vector<bool>() == std::vector<bool>{false, true, true});
+  // NaN: every comparison false but ne.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(eq(i, nan).to_vector<bool>() == std::vector<bool>{false, false, false});
+  CHECK(ne(i, nan).to_vector<bool>() == std::vector<bool>{true, true, true});
+  CHECK(ge(i, nan).to_vector<bool>() == std::vector<bool>{false, false, false});
+  // Beyond the int64 range: INT64_MAX rounds to 2^63 in float64, yet is still below 2^63.
+  const Tensor big = from_vector<int64_t>({std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()});
+  const double two63 = 9223372036854775808.0;
+  CHECK(ge(big, two63).to_vector<bool>() == std::vector<bool>{false, false});
+  CHECK(lt(big, two63).to_vector<bool>() == std::vector<bool>{true, true});
+  CHECK(eq(big, two63).to_vector<bool>() == std::vector<bool>{false, false});
+  CHECK(eq(big, -two63).to_vector<bool>() == std::vector<bool>{false, true});  // -2^63 is representable
+  CHECK(gt(big, -1e30).to_vector<bool>() == std::vector<bool>{true, true});
+  // bool masks hold only 0 and 1.
+  const Tensor mask = from_vector<bool>({false, true});
+  CHECK(ge(mask, 0.5).to_vector<bool>() == std::vector<bool>{false, true});
+  CHECK(eq(mask, 2.0).to_vector<bool>() == std::vector<bool>{false, false});
+  CHECK(eq(mask, 1.0).to_vector<bool>() == std::vector<bool>{false, true});
+  // float tensors are unchanged: the scalar takes their dtype.
+  CHECK(lt(from_vector<float>({0.25f, 0.75f}), 0.5).to_vector<bool>() == std::vector<bool>{true, false});
+}
+
+TEST_CASE("values/relu: NaN propagates and gets no gradient") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = from_vector<double>({nan, -1, 2}).requires_grad_();
+  Tensor y = relu(x);
+  const std::vector<double> v = y.to_vector<double>();
+  CHECK(std::isnan(v[0]));
+  CHECK(v[1] == 0);
+  CHECK(v[2] == 2);
+  y.backward(from_vector<double>({5, 6, 7}));
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 7});
+  CHECK(std::isnan(relu(from_vector<float>({std::nanf("")})).item<float>()));
+}
+
+TEST_CASE("values/maximum: NaN on either side gives NaN") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor a = from_vector<double>({nan, 1, 3, nan});
+  const Tensor b = from_vector<double>({1, nan, 2, nan});
+  for (const Tensor& r : {maximum(a, b), maximum(b, a), minimum(a, b), minimum(b, a)}) {
+    const std::vector<double> v = r.to_vector<double>();
+    CHECK(std::isnan(v[0]));
+    CHECK(std::isnan(v[1]));
+    CHECK(std::isnan(v[3]));
+  }
+  CHECK(maximum(a, b).to_vector<double>()[2] == 3);
+  CHECK(minimum(a, b).to_vector<double>()[2] == 2);
+  CHECK(minimum(from_vector<int64_t>({4, -2}), from_vector<int64_t>({1})).to_vector<int64_t>() ==
+        std::vector<int64_t>{1, -2});
+}
+
+TEST_CASE("errors/maximum: an input that requires grad is refused while grad mode is on") {
+  Tensor x = randn({3}).requires_grad_();
+  const Tensor y = randn({3});
+  CHECK_THROWS_CONTAINING(maximum(x, y),
+                          "maximum has no gradient; use it under NoGradGuard or on tensors that do not require grad");
+  CHECK_THROWS_CONTAINING(maximum(y, x), "maximum has no gradient");
+  CHECK_THROWS_CONTAINING(minimum(x, y), "minimum has no gradient");
+  NoGradGuard no_grad;  // without recording, the raw result is what the caller asked for
+  CHECK(maximum(x, y).sizes() == Shape{3});
+  CHECK(minimum(x, y).sizes() == Shape{3});
+}
+
+TEST_CASE("errors/clamp: NaN bounds are refused and infinite bounds stay valid") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const Tensor x = from_vector<double>({-2, 0.5, 3});
+  CHECK_THROWS_CONTAINING(clamp(x, nan, 1.0), "clamp: bounds must not be NaN");
+  CHECK_THROWS_CONTAINING(clamp(x, 0.0, nan), "clamp: bounds must not be NaN");
+  CHECK_THROWS_CONTAINING(clamp_min(x, nan), "must not be NaN");
+  CHECK_THROWS_CONTAINING(clamp_max(x, nan), "must not be NaN");
+  CHECK(clamp(x, -inf, inf).to_vector<double>() == std::vector<double>{-2, 0.5, 3});
+  CHECK(clamp_min(x, 0.0).to_vector<double>() == std::vector<double>{0, 0.5, 3});
+  CHECK(clamp_max(x, 1.0).to_vector<double>() == std::vector<double>{-2, 0.5, 1});
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/elementwise: NaN in relu maximum and minimum and integer scalar compares match the CPU") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor a = from_vector<float>({nan, 1, 3, -2}), b = from_vector<float>({1, nan, 2, -5});
+  auto same = [](const Tensor& gpu, const Tensor& cpu) {
+    const std::vector<float> g = gpu.cpu().to_vector<float>(), c = cpu.to_vector<float>();
+    REQUIRE(g.size() == c.size());
+    for (size_t k = 0; k < g.size(); ++k) CHECK((g[k] == c[k] || (std::isnan(g[k]) && std::isnan(c[k]))));
+  };
+  same(relu(a.cuda()), relu(a));
+  same(maximum(a.cuda(), b.cuda()), maximum(a, b));
+  same(minimum(b.cuda(), a.cuda()), minimum(b, a));
+  const Tensor u = from_vector<uint8_t>({0, 200, 255});
+  CHECK(gt(u.cuda(), -1.0).cpu().to_vector<bool>() == gt(u, -1.0).to_vector<bool>());
+  CHECK(lt(u.cuda(), 199.5).cpu().to_vector<bool>() == lt(u, 199.5).to_vector<bool>());
 }

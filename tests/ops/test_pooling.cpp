@@ -194,3 +194,17 @@ TEST_CASE("values/pooling: batch 0 gives empty outputs") {
   CHECK(avg_pool2d(zeros({0, 3, 6, 6}), Pool2dOptions(2)).sizes() == Shape{0, 3, 3, 3});
   CHECK(adaptive_avg_pool2d(zeros({0, 3, 6, 6}), 2, 2).sizes() == Shape{0, 3, 2, 2});
 }
+
+TEST_CASE("errors/pooling: an empty plane is refused even when padding leaves room for a window") {
+  // Kernel 2 with padding 1 fits a padded extent of 0 + 2; without the plane check this pooled nothing.
+  const Pool2dOptions padded = Pool2dOptions(2).set_padding(1);
+  CHECK_THROWS_CONTAINING(max_pool2d(zeros({1, 2, 0, 5}), padded), "max_pool2d: expected a non-empty plane");
+  CHECK_THROWS_CONTAINING(max_pool2d(zeros({1, 2, 5, 0}), padded), "non-empty plane");
+  CHECK_THROWS_CONTAINING(avg_pool2d(zeros({1, 2, 0, 0}), padded), "avg_pool2d: expected a non-empty plane");
+  CHECK_THROWS_CONTAINING(avg_pool2d(zeros({0, 2, 0, 5}), padded), "non-empty plane");  // even with N = 0
+}
+
+TEST_CASE("values/pooling: zero channels give empty outputs") {
+  CHECK(max_pool2d(zeros({2, 0, 6, 6}), Pool2dOptions(2)).sizes() == Shape{2, 0, 3, 3});
+  CHECK(avg_pool2d(zeros({2, 0, 6, 6}), Pool2dOptions(2).set_padding(1)).sizes() == Shape{2, 0, 4, 4});
+}

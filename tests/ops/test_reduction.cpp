@@ -7,7 +7,13 @@
 #include "autograd/gradcheck.h"
 #include "core/factories.h"
 #include "ops/elementwise/binary.h"
+#include "ops/elementwise/compare.h"
+#include "ops/matmul/matmul.h"
+#include "ops/pooling/pool2d.h"
 #include "ops/reduction/reduction.h"
+#include "ops/shape/copies.h"
+#include "ops/shape/views.h"
+#include "ops/softmax/softmax.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -32,6 +38,8 @@ Tensor transposed_leaf(const Shape& shape, uint64_t seed) {
 
 // autograd::gradcheck seeds backward with from_vector(v, y.sizes()), which is 1-D for a 0-dim y and so does
 // not match it; a scalar result is checked as shape (1,) instead (y * ones(1): broadcasting, differentiable).
+double inf_d() { return std::numeric_limits<double>::infinity(); }
+
 Tensor as_1d(const Tensor& y) { return y.dim() == 0 ? y * ones({1}, y.options()) : y; }
 
 double check_gradient(const std::string& what, const Fn& fn, const Tensor& x) {
@@ -203,10 +211,83 @@ TEST_CASE("values/topk: reduction to sorted values with their indices ties in in
   CHECK(std::isnan(n.values.to_vector<double>()[0]));
   CHECK(n.indices.to_vector<int64_t>() == std::vector<int64_t>{1, 2});
   CHECK(topk(x, 0, 1).values.sizes() == Shape{2, 0});
+  // A NaN with the sign bit set is a NaN too: largest, in input order with the other NaNs.
+  const ValuesIndices signed_nan = topk(from_vector<double>({1, -nan, -inf_d(), nan}), 3);
+  CHECK(signed_nan.indices.to_vector<int64_t>() == std::vector<int64_t>{1, 3, 0});
   // The gradient goes to the picked elements only.
   Tensor g = from_vector<double>({3, 1, 4, 1}).requires_grad_();
   topk(g, 2).values.backward(from_vector<double>({10, 20}));
   CHECK(g.grad().to_vector<double>() == std::vector<double>{20, 0, 10, 0});
+}
+
+TEST_CASE("values/max: over all elements a NaN takes the gradient") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // One NaN: it is the max (NaN propagates) and gets the whole gradient, as max(x, dim) sends it to its index.
+  Tensor x = from_vector<double>({1, nan, 3}).requires_grad_();
+  const Tensor m = max(x);
+  CHECK(std::isnan(m.item()));
+  m.backward(scalar_tensor(4.0, kFloat64));
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 4, 0});
+  Tensor xd = from_vector<double>({1, nan, 3}).requires_grad_();
+  max(xd, 0).values.backward(scalar_tensor(4.0, kFloat64));
+  CHECK(xd.grad().to_vector<double>() == x.grad().to_vector<double>());
+  // Several NaNs share it evenly (like tied values); min behaves the same.
+  Tensor y = from_vector<double>({nan, -1, nan, 5}, {2, 2}).requires_grad_();
+  min(y).backward(scalar_tensor(3.0, kFloat64));
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{1.5, 0, 1.5, 0});
+}
+
+TEST_CASE("values/sum: bool uint8 and int64 sum in int64") {
+  // Counting a mask: the common use.
+  const Tensor x = from_vector<double>({-1, 2, 0.5, 3, -4, 7}, {2, 3});
+  const Tensor positives = sum(gt(x, 0.0));
+  CHECK(positives.dtype() == kInt64);
+  CHECK(positives.dim() == 0);
+  CHECK(positives.item<int64_t>() == 4);
+  CHECK(sum(gt(x, 0.0), {1}).to_vector<int64_t>() == std::vector<int64_t>{2, 2});
+  CHECK(sum(gt(x, 0.0), {0}, true).sizes() == Shape{1, 3});
+  // uint8 does not wrap at 256.
+  const Tensor u = from_vector<uint8_t>({200, 100, 255});
+  CHECK(sum(u).dtype() == kInt64);
+  CHECK(sum(u).item<int64_t>() == 555);
+  CHECK(sum(from_vector<int64_t>({5, -7}), {0}).to_vector<int64_t>() == std::vector<int64_t>{-2});
+  CHECK(sum(zeros({0, 2}, kBool), {0}).to_vector<int64_t>() == std::vector<int64_t>{0, 0});
+  CHECK_THROWS_CONTAINING(sum(u, {1}), "sum: dim 1 is out of range");
+  // Floating sums keep their dtype.
+  CHECK(sum(x).dtype() == kFloat64);
+  CHECK(sum(ones({2})).dtype() == kFloat32);
+}
+
+TEST_CASE("values/sum: the gradient of sum reaches other backward formulas as an expanded view") {
+  // sum hands its consumers a stride-0 view of dy, not a copy. Each consumer below must give the gradient it
+  // gives for a dense upstream gradient of ones.
+  using Pipeline = std::function<Tensor(const Tensor&)>;
+  const Tensor w = randn({4, 3}, kFloat64);
+  const std::vector<std::pair<const char*, Pipeline>> pipelines = {
+      {"mm", [w](const Tensor& t) { return mm(t, w); }},
+      {"log_softmax", [](const Tensor& t) { return log_softmax(t, 1); }},
+      {"transpose then mul", [](const Tensor& t) { return transpose(t, 0, 1) * transpose(t, 0, 1); }},
+      {"clone then reshape", [](const Tensor& t) { return reshape(clone(t), {4, 2}); }},
+      {"max_pool2d", [](const Tensor& t) { return max_pool2d(view(t, {1, 1, 2, 4}), Pool2dOptions(2)); }},
+  };
+  const Tensor base = randn({2, 4}, kFloat64);
+  for (const auto& [name, f] : pipelines) {
+    const std::string what = name;
+    CAPTURE(what);
+    for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{}, {0}, {1}}) {
+      Tensor a = base.detach().clone().requires_grad_(), b = base.detach().clone().requires_grad_();
+      const Tensor s = sum(f(a), dims);
+      s.backward(ones(s.sizes(), kFloat64));
+      const Tensor yb = f(b);
+      yb.backward(ones(yb.sizes(), kFloat64));
+      CHECK(test::max_abs_diff(a.grad(), b.grad()) < 1e-12);
+      CHECK(a.grad().is_contiguous());
+    }
+  }
+  // A tensor reached along two paths: the engine adds into a copy, never into the view.
+  Tensor x = zeros({2, 3}, kFloat64).requires_grad_();
+  (sum(x) + sum(sum(x * 2.0, {1}))).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>(6, 3.0));
 }
 
 // ---- errors ---------------------------------------------------------------------------------------------------
@@ -223,6 +304,12 @@ TEST_CASE("errors/reduction: bad dims empty reductions dtypes and k") {
   CHECK_THROWS_CONTAINING(topk(x, 4, 1), "topk: k = 4 is out of range for dim 1 of size 3");
   CHECK_THROWS_CONTAINING(topk(x, -1), "topk: k = -1");
   CHECK_THROWS_CONTAINING(sum(Tensor()), "sum: input is an undefined tensor");
+}
+
+TEST_CASE("errors/mean: integer and bool inputs are refused") {
+  CHECK_THROWS_CONTAINING(mean(from_vector<uint8_t>({1, 2})), "mean: expected input to be float32 or float64");
+  CHECK_THROWS_CONTAINING(mean(from_vector<bool>({true, false})), "mean: expected input to be float32 or float64");
+  CHECK_THROWS_CONTAINING(mean(from_vector<int64_t>({1, 2}), {0}), "mean: expected input to be float32 or float64");
 }
 
 // ---- cuda -----------------------------------------------------------------------------------------------------
@@ -270,4 +357,18 @@ MINIDET_CUDA_TEST_CASE("cuda/topk: the topk reduction matches the CPU including 
   check_cuda_matches([](const Tensor& t) { return topk(t, 5, 1, false).indices; }, randint(-9, 9, {4, 100}), 0, 0);
   check_cuda_matches([](const Tensor& t) { return topk(t, 0, 1).values; }, x, 0, 0);
   check_cuda_matches([](const Tensor& t) { return topk(t, 3, 1).values; }, zeros({0, 5}), 0, 0);
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/topk: a NaN with the sign bit set counts as largest as on the CPU") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // -nan has the sign bit set; a radix sort on raw bits would put it below -inf.
+  const Tensor x = from_vector<float>({1, -nan, -inf, 2, nan, inf, -3}, {1, 7});
+  for (bool largest : {true, false}) {
+    CAPTURE(largest);
+    const ValuesIndices cpu = topk(x, 7, 1, largest), gpu = topk(x.cuda(), 7, 1, largest);
+    CHECK(gpu.indices.cpu().to_vector<int64_t>() == cpu.indices.to_vector<int64_t>());
+  }
+  CHECK(topk(x.cuda(), 2, 1).indices.cpu().to_vector<int64_t>() == std::vector<int64_t>{1, 4});
+  CHECK(topk(x.cuda(), 2, 1, false).indices.cpu().to_vector<int64_t>() == std::vector<int64_t>{2, 6});
+  check_cuda_matches([](const Tensor& t) { return sum(gt(t, 0.0)); }, x, 0, 0);
 }
