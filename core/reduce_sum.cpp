@@ -58,7 +58,12 @@ Tensor run_plan(const Tensor& t, const detail::ReducePlan& plan, const Shape& ou
 
 }  // namespace
 
-Tensor sum_dims_raw(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim) {
+Tensor sum_dims_raw(const Tensor& input, const std::vector<int64_t>& dims, bool keepdim) {
+  Tensor t = input;
+  if (!is_floating(t.dtype()) && t.dtype() != kInt64) {
+    NoGradGuard raw;  // integer tensors never require grad; the conversion is internal
+    t = t.to(kInt64);
+  }
   std::vector<bool> reduce(t.dim(), dims.empty());
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(d, t.dim(), "sum");

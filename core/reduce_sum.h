@@ -16,7 +16,9 @@
 
 namespace minidet {
 
-// Sum of `t` over `dims` (an empty list means all dims). Same dtype; the result is contiguous.
+// Sum of `t` over `dims` (an empty list means all dims); the result is contiguous. Floating tensors keep their
+// dtype; bool, uint8 and int64 sum in int64 and return int64, as in PyTorch (so uint8 cannot wrap at 256,
+// and sum(gt(x, 0)) counts a mask).
 Tensor sum_dims_raw(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim);
 // Reduces `t` to `shape`, which must be broadcastable to t's shape. Returns t itself when shapes match.
 Tensor sum_to(const Tensor& t, const Shape& shape);
