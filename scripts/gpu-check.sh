@@ -48,6 +48,11 @@ if [[ $what == all || $what == tests ]]; then
   done
 fi
 
+if [[ $what == all || $what == tests ]]; then
+  note "== the main demo on the GPU (examples/train_mlp --device cuda)"
+  build/gpu/examples/train_mlp --device cuda --no-trace --dot /tmp/mlp_graph.dot 2>&1 | tail -4 | tee -a "$summary"
+fi
+
 if [[ $what == all || $what == bench ]]; then
   note "== benchmarks (bench/bench_<op> and, when present, its PyTorch twin bench/<op>_torch.py)"
   : >"$OUT/bench.jsonl"
