@@ -1,5 +1,6 @@
 // Launchers for the generic elementwise kernels. Operands are already broadcast (expanded) to the output
-// shape; strides may be anything. `*_kernel` picks the CPU or CUDA version by the output's device.
+// shape; strides may be anything. `*_kernel` picks the CPU or CUDA version by the output's device
+// (defined in elementwise_raw.cpp).
 #pragma once
 
 #include "core/tensor.h"

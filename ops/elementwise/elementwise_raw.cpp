@@ -9,6 +9,37 @@
 
 namespace minidet::ops::detail {
 
+// The device switch for all three families.
+void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in, double a, double b) {
+  if (out.numel() == 0) return;
+  if (out.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return unary_cuda(op, out, in, a, b);
+#endif
+  }
+  unary_cpu(op, out, in, a, b);
+}
+
+void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
+  if (out.numel() == 0) return;
+  if (out.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return binary_cuda(op, out, x, y);
+#endif
+  }
+  binary_cpu(op, out, x, y);
+}
+
+void compare_kernel(CompareOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
+  if (out.numel() == 0) return;
+  if (out.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return compare_cuda(op, out, x, y);
+#endif
+  }
+  compare_cpu(op, out, x, y);
+}
+
 Tensor unary_raw(const char* name, UnaryOp op, const Tensor& x, double a, double b) {
   check_defined(name, x, "input");
   check_floating(name, x, "input");

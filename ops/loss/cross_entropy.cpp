@@ -16,6 +16,36 @@ namespace minidet {
 using autograd::BackwardContext;
 using autograd::TensorList;
 
+// ---- device switches -----------------------------------------------------------------------------------
+
+namespace ops::detail {
+
+void cross_entropy_forward_kernel(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                                  const CrossEntropyParams& params, const Tensor& loss, const Tensor& target_weight,
+                                  const Tensor& lse) {
+  if (logits.size(0) == 0) return;
+  if (logits.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return cross_entropy_forward_cuda(logits, target, weight, params, loss, target_weight, lse);
+#endif
+  }
+  cross_entropy_forward_cpu(logits, target, weight, params, loss, target_weight, lse);
+}
+
+void cross_entropy_backward_kernel(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                                   const Tensor& lse, const Tensor& grad, int64_t grad_stride,
+                                   const CrossEntropyParams& params, const Tensor& grad_logits) {
+  if (grad_logits.numel() == 0) return;
+  if (logits.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return cross_entropy_backward_cuda(logits, target, weight, lse, grad, grad_stride, params, grad_logits);
+#endif
+  }
+  cross_entropy_backward_cpu(logits, target, weight, lse, grad, grad_stride, params, grad_logits);
+}
+
+}  // namespace ops::detail
+
 namespace {
 
 constexpr const char* kOp = "cross_entropy";

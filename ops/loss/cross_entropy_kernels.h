@@ -1,5 +1,5 @@
 // Raw cross_entropy kernels: one row (sample) of the contiguous (N, C) logits at a time. The `*_kernel`
-// functions choose CPU or CUDA by device. Formulas in ops/loss/cross_entropy.h.
+// functions choose CPU or CUDA by device (in cross_entropy.cpp). Formulas in ops/loss/cross_entropy.h.
 #pragma once
 
 #include "core/tensor.h"

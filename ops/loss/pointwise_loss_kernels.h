@@ -1,6 +1,7 @@
 // The per-element math of the pointwise losses (formulas in pointwise_loss.h), written once for the CPU
 // loops and the CUDA kernels, and their launchers. Operands are expanded to one shape (weight and
-// pos_weight may have stride 0); outputs are contiguous.
+// pos_weight may have stride 0); outputs are contiguous. The `*_kernel` functions choose CPU or CUDA by device
+// (in pointwise_loss.cpp).
 #pragma once
 
 #include <cmath>

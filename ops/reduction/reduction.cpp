@@ -23,6 +23,44 @@ using autograd::TensorList;
 using ops::RowLayout;
 using ops::detail::Extremum;
 
+// ---- device switches -----------------------------------------------------------------------------------
+
+namespace ops::detail {
+
+void extremum_rows_kernel(Extremum kind, const Tensor& x, const RowLayout& layout, const Tensor& values,
+                          const Tensor& indices) {
+  if (layout.rows() == 0) return;
+  if (x.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return extremum_rows_cuda(kind, x, layout, values, indices);
+#endif
+  }
+  extremum_rows_cpu(kind, x, layout, values, indices);
+}
+
+void scatter_rows_kernel(const Tensor& grad_x, const RowLayout& layout, const Tensor& grad, const Tensor& indices,
+                         int64_t k) {
+  if (grad.numel() == 0) return;
+  if (grad_x.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return scatter_rows_cuda(grad_x, layout, grad, indices, k);
+#endif
+  }
+  scatter_rows_cpu(grad_x, layout, grad, indices, k);
+}
+
+void topk_last_dim_kernel(const Tensor& x, int64_t k, bool largest, const Tensor& values, const Tensor& indices) {
+  if (values.numel() == 0) return;
+  if (x.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return topk_last_dim_cuda(x, k, largest, values, indices);
+#endif
+  }
+  topk_last_dim_cpu(x, k, largest, values, indices);
+}
+
+}  // namespace ops::detail
+
 namespace {
 
 // x's shape with every reduced dim set to 1: the keepdim shape, which the gradient is viewed as before it is

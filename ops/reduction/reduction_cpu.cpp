@@ -1,5 +1,5 @@
 // CPU kernels for max/min/argmax (one scan per row), their scatter backward, and topk (a partial sort per
-// row); plus the device switches. Rows are independent, so each loop is parallel over rows.
+// row). Rows are independent, so each loop is parallel over rows.
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -92,40 +92,6 @@ void topk_last_dim_cpu(const Tensor& x, int64_t k, bool largest, const Tensor& v
   MINIDET_DISPATCH_NUMERIC(x.dtype(), "topk", [&] {
     topk_loop<scalar_t>(x.data<scalar_t>(), rows, n, k, largest, values.data<scalar_t>(), indices.data<int64_t>());
   });
-}
-
-// ---- device switches -----------------------------------------------------------------------------------
-
-void extremum_rows_kernel(Extremum kind, const Tensor& x, const RowLayout& layout, const Tensor& values,
-                          const Tensor& indices) {
-  if (layout.rows() == 0) return;
-  if (x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return extremum_rows_cuda(kind, x, layout, values, indices);
-#endif
-  }
-  extremum_rows_cpu(kind, x, layout, values, indices);
-}
-
-void scatter_rows_kernel(const Tensor& grad_x, const RowLayout& layout, const Tensor& grad, const Tensor& indices,
-                         int64_t k) {
-  if (grad.numel() == 0) return;
-  if (grad_x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return scatter_rows_cuda(grad_x, layout, grad, indices, k);
-#endif
-  }
-  scatter_rows_cpu(grad_x, layout, grad, indices, k);
-}
-
-void topk_last_dim_kernel(const Tensor& x, int64_t k, bool largest, const Tensor& values, const Tensor& indices) {
-  if (values.numel() == 0) return;
-  if (x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return topk_last_dim_cuda(x, k, largest, values, indices);
-#endif
-  }
-  topk_last_dim_cpu(x, k, largest, values, indices);
 }
 
 }  // namespace minidet::ops::detail

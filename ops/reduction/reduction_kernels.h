@@ -1,6 +1,6 @@
 // Raw kernels behind max/min/argmax/topk (sum and mean use core's sum_dims_raw). Every tensor here is
 // contiguous and walked as rows (ops/reduction/row_layout.h). The `*_kernel` functions pick CPU or CUDA by
-// device; the CPU versions are the reference the CUDA ones are tested against.
+// device (in reduction.cpp); the CPU versions are the reference the CUDA ones are tested against.
 #pragma once
 
 #include <type_traits>

@@ -61,24 +61,4 @@ void softmax_backward_cpu(const Tensor& y, const Tensor& dy, const RowLayout& la
   });
 }
 
-void softmax_forward_kernel(const Tensor& x, const RowLayout& layout, const Tensor& y, bool log) {
-  if (y.numel() == 0) return;
-  if (y.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return softmax_forward_cuda(x, layout, y, log);
-#endif
-  }
-  softmax_forward_cpu(x, layout, y, log);
-}
-
-void softmax_backward_kernel(const Tensor& y, const Tensor& dy, const RowLayout& layout, const Tensor& dx, bool log) {
-  if (dx.numel() == 0) return;
-  if (dx.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return softmax_backward_cuda(y, dy, layout, dx, log);
-#endif
-  }
-  softmax_backward_cpu(y, dy, layout, dx, log);
-}
-
 }  // namespace minidet::ops::detail

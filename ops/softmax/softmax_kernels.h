@@ -1,5 +1,6 @@
 // Raw softmax kernels over rows (ops/reduction/row_layout.h). Every tensor is contiguous with x's shape.
-// `log` picks log_softmax. The `*_kernel` functions choose CPU or CUDA by device.
+// `log` picks log_softmax. The `*_kernel` functions choose CPU or CUDA by device
+// (in softmax.cpp).
 #pragma once
 
 #include "core/tensor.h"

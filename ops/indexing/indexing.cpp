@@ -1,4 +1,5 @@
-// Index validation and the device switch for the indexing kernels.
+// The indexing family's shared op-level code (for index_select, gather, where and masked_fill): index
+// validation and the device switch for the indexing kernels (indexing_kernels.h).
 #include "core/deterministic.h"
 #include "ops/indexing/indexing_kernels.h"
 
