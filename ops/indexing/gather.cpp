@@ -13,11 +13,7 @@ using autograd::TensorList;
 using ops::detail::AlongDim;
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  ops::check_defined("gather", x, "x");
-  ops::check_defined("gather", index, "index");
-  MINIDET_CHECK(index.dtype() == kInt64, "gather: expected index of dtype int64, got ", index.dtype());
-  ops::check_same_device("gather", x, "x", index, "index");
-  MINIDET_CHECK(x.dim() >= 1, "gather: expected x with at least 1 dim, got a 0-dim tensor");
+  ops::detail::check_index_operands("gather", x, index);
   MINIDET_CHECK(index.dim() == x.dim(), "gather: expected index with as many dims as x (", x.dim(),
                 "), got index shape ", index.sizes(), " for x shape ", x.sizes());
   dim = wrap_dim(dim, x.dim(), "gather");

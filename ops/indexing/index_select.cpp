@@ -13,11 +13,7 @@ using autograd::TensorList;
 using ops::detail::AlongDim;
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  ops::check_defined("index_select", x, "x");
-  ops::check_defined("index_select", index, "index");
-  MINIDET_CHECK(index.dtype() == kInt64, "index_select: expected index of dtype int64, got ", index.dtype());
-  ops::check_same_device("index_select", x, "x", index, "index");
-  MINIDET_CHECK(x.dim() >= 1, "index_select: expected x with at least 1 dim, got a 0-dim tensor");
+  ops::detail::check_index_operands("index_select", x, index);
   MINIDET_CHECK(index.dim() <= 1, "index_select: expected a 1-D index, got shape ", index.sizes());
   dim = wrap_dim(dim, x.dim(), "index_select");
   ops::detail::check_index_values("index_select", index, x.size(dim), dim);

@@ -1,9 +1,18 @@
 // The indexing family's shared op-level code (for index_select, gather, where and masked_fill): index
 // validation and the device switch for the indexing kernels (indexing_kernels.h).
 #include "core/deterministic.h"
+#include "ops/common/checks.h"
 #include "ops/indexing/indexing_kernels.h"
 
 namespace minidet::ops::detail {
+
+void check_index_operands(const char* op, const Tensor& x, const Tensor& index) {
+  check_defined(op, x, "x");
+  check_defined(op, index, "index");
+  MINIDET_CHECK(index.dtype() == kInt64, op, ": expected index of dtype int64, got ", index.dtype());
+  check_same_device(op, x, "x", index, "index");
+  MINIDET_CHECK(x.dim() >= 1, op, ": expected x with at least 1 dim, got a 0-dim tensor");
+}
 
 void check_index_values(const char* op, const Tensor& index, int64_t size, int64_t dim) {
   if (index.numel() == 0) return;

@@ -35,6 +35,8 @@ struct AlongDim {
 // to look at it: on CUDA that is a device-to-host copy and a synchronisation, the price of a clear error
 // instead of an out-of-bounds read inside a kernel.
 void check_index_values(const char* op, const Tensor& index, int64_t size, int64_t dim);
+// The checks index_select and gather share: both tensors defined, an int64 index on x's device, x not 0-dim.
+void check_index_operands(const char* op, const Tensor& x, const Tensor& index);
 
 // out, x, index: contiguous, same device; out and x share a dtype.
 void take_along_dim(const Tensor& out, const Tensor& x, const Tensor& index, const AlongDim& geometry);
