@@ -6,6 +6,8 @@
 #   bash scripts/gpu-check.sh            # everything
 #   bash scripts/gpu-check.sh tests      # build + tests + sanitizer only
 #   bash scripts/gpu-check.sh bench      # build + benchmarks only
+#   TOOLS=memcheck FILTER="cuda/nms*" bash scripts/gpu-check.sh tests   # one sanitizer, some cases
+#   BENCH=nms bash scripts/gpu-check.sh bench                             # one benchmark and its twin
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/minidet-gpu}
@@ -35,16 +37,21 @@ if [[ $what == all || $what == tests ]]; then
   note "ctest exit code $rc"
   grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Timeout" "$OUT/ctest.log" | tee -a "$summary"
 
-  note "== compute-sanitizer memcheck on the cuda/* cases"
-  : >"$OUT/sanitizer.log"
-  for t in build/gpu/tests/test_*; do
-    [[ -x $t ]] || continue
-    # Only binaries that have cuda/* cases (listing includes skipped cases, see tests/main.cpp).
-    "$t" -ltc -tc="cuda/*" 2>/dev/null | grep -q "^cuda/" || continue
-    echo "--- $t" >>"$OUT/sanitizer.log"
-    compute-sanitizer --tool memcheck --error-exitcode 99 "$t" -tc="cuda/*" >>"$OUT/sanitizer.log" 2>&1
-    rc=$?  # read it before any other command runs: 99 = memory errors, 1 = a test failed
-    note "$(basename "$t"): exit code $rc, $(grep -E 'test cases:' "$OUT/sanitizer.log" | tail -1 | tr -s ' '),$(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1 | sed 's/=========//')"
+  # memcheck: out-of-bounds and misaligned accesses, leaks; racecheck: shared-memory hazards between the
+  # threads of a block. TOOLS picks the tools (default both); FILTER narrows the cases (default cuda/*).
+  for tool in ${TOOLS:-memcheck racecheck}; do
+    note "== compute-sanitizer $tool on the ${FILTER:-cuda/*} cases"
+    log="$OUT/sanitizer-$tool.log"
+    : >"$log"
+    for t in build/gpu/tests/test_*; do
+      [[ -x $t ]] || continue
+      # Only binaries that have matching cases (listing includes skipped cases, see tests/main.cpp).
+      "$t" -ltc -tc="${FILTER:-cuda/*}" 2>/dev/null | grep -q "^cuda/" || continue
+      echo "--- $t" >>"$log"
+      timeout 900 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -tc="${FILTER:-cuda/*}" >>"$log" 2>&1
+      rc=$?  # read it before any other command runs: 99 = sanitizer errors, 1 = a test failed, 124 = timeout
+      note "$(basename "$t"): exit code $rc, $(grep -E 'test cases:' "$log" | tail -1 | tr -s ' '),$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/=========//')"
+    done
   done
 fi
 
@@ -57,7 +64,7 @@ if [[ $what == all || $what == bench ]]; then
   note "== benchmarks (bench/bench_<op> and, when present, its PyTorch twin bench/<op>_torch.py)"
   : >"$OUT/bench.jsonl"
   mkdir -p /tmp/minidet-bench
-  for b in build/gpu/bench/bench_*; do
+  for b in build/gpu/bench/bench_${BENCH:-*}; do
     [[ -x $b ]] || continue
     name=$(basename "$b")
     op=${name#bench_}
