@@ -12,29 +12,19 @@
 // Output: a table, and one JSON line per measurement (stdout, and PATH when given). Never asserted.
 #include <Eigen/Core>
 
-#include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "core/cuda/availability.h"
+#include "bench/bench_common.h"
 #include "core/factories.h"
-#include "ops/elementwise/binary.h"
 #include "ops/conv2d/conv2d.h"
-#if MINIDET_WITH_CUDA
-#include <cuda_runtime.h>
-
-#include "core/cuda/check.h"
-#include "core/cuda/context.h"
-#endif
+#include "ops/elementwise/binary.h"
 
 using namespace minidet;
+using bench::emit;
+using bench::time_cpu_ms;
 
 namespace {
 
@@ -58,37 +48,10 @@ const std::vector<BenchShape> kShapes = {
     {8, 128, 16, 16, 128, 3, 1, 1},
 };
 
-std::ofstream json_file;
-
-void emit(const std::string& json) {
-  std::printf("%s\n", json.c_str());
-  if (json_file.is_open()) json_file << json << "\n";
-}
-
-std::string json_line(const char* bench, const std::string& device, const std::string& shape, const char* pass,
-                      double median_ms, double gflops) {
-  char s[512];
-  std::snprintf(s, sizeof s,
-                "{\"bench\":\"%s\",\"device\":\"%s\",\"shape\":\"%s\",\"pass\":\"%s\",\"median_ms\":%.4f,"
-                "\"gflops\":%.2f}",
-                bench, device.c_str(), shape.c_str(), pass, median_ms, gflops);
+std::string gflops_field(double gflops) {
+  char s[48];
+  std::snprintf(s, sizeof s, "\"gflops\":%.2f", gflops);
   return s;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-double time_cpu_ms(const std::function<void()>& fn, int reps) {
-  fn();  // warm-up: first-touch allocations, Eigen's blocking buffers
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return median(ms);
 }
 
 // One conv2d forward, or forward+backward through the autograd graph, on tensors already on `device`.
@@ -131,7 +94,7 @@ void run_cpu(int reps) {
       const double gflops = s.forward_flops() * (pass ? 3 : 1) / (ms * 1e6);
       const char* name = pass ? "fwd+bwd" : "fwd";
       std::printf("%-34s %-8s %10.3f %10.2f\n", s.label().c_str(), name, ms, gflops);
-      emit(json_line("conv2d", "cpu", s.label(), name, ms, gflops));
+      emit("conv2d", "cpu", s.label(), name, ms, gflops_field(gflops));
     }
   }
   std::printf("\nEigen GEMM ceiling (float32, C = A B), median of %d runs:\n", reps);
@@ -144,76 +107,30 @@ void run_cpu(int reps) {
     char label[64];
     std::snprintf(label, sizeof label, "%lldx%lldx%lld", (long long)g[0], (long long)g[1], (long long)g[2]);
     std::printf("%-34s %10.3f %10.2f\n", label, ms, gflops);
-    emit(json_line("eigen_gemm", "cpu", label, "gemm", ms, gflops));
+    emit("eigen_gemm", "cpu", label, "gemm", ms, gflops_field(gflops));
   }
 }
 
-#if MINIDET_WITH_CUDA
-void run_gpu(int reps) {
-  cudaDeviceProp prop;
-  MINIDET_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  const std::string device = std::string("cuda:") + prop.name;
+void run_gpu(const std::string& device, int reps) {
   std::printf("\n== GPU %s (FP32 via cuBLAS, no TF32), CUDA events, median of %d runs after 10 warm-up ==\n",
-              prop.name, reps);
+              device.c_str(), reps);
   std::printf("%-34s %-8s %10s %10s\n", "shape", "pass", "median_ms", "GFLOP/s");
-  cudaStream_t stream = cuda::current_stream();
-  cudaEvent_t start, stop;
-  MINIDET_CUDA_CHECK(cudaEventCreate(&start));
-  MINIDET_CUDA_CHECK(cudaEventCreate(&stop));
   for (const BenchShape& s : kShapes) {
     ConvRun run(s, Device::cuda());
     for (int pass = 0; pass < 2; ++pass) {
-      const auto step = [&] { pass ? run.forward_backward() : run.forward(); };
-      for (int i = 0; i < 10; ++i) step();
-      std::vector<double> ms;
-      for (int r = 0; r < reps; ++r) {
-        MINIDET_CUDA_CHECK(cudaEventRecord(start, stream));
-        step();
-        MINIDET_CUDA_CHECK(cudaEventRecord(stop, stream));
-        MINIDET_CUDA_CHECK(cudaEventSynchronize(stop));
-        float elapsed = 0;
-        MINIDET_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
-        ms.push_back(elapsed);
-      }
-      const double med = median(ms), gflops = s.forward_flops() * (pass ? 3 : 1) / (med * 1e6);
+      const double med = bench::time_gpu_ms([&] { pass ? run.forward_backward() : run.forward(); }, reps);
+      const double gflops = s.forward_flops() * (pass ? 3 : 1) / (med * 1e6);
       const char* name = pass ? "fwd+bwd" : "fwd";
       std::printf("%-34s %-8s %10.4f %10.1f\n", s.label().c_str(), name, med, gflops);
-      emit(json_line("conv2d", device, s.label(), name, med, gflops));
+      emit("conv2d", device, s.label(), name, med, gflops_field(gflops));
     }
   }
-  MINIDET_CUDA_CHECK(cudaEventDestroy(start));
-  MINIDET_CUDA_CHECK(cudaEventDestroy(stop));
 }
-#endif
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int cpu_reps = 5, gpu_reps = 100;
-  bool skip_cpu = false, skip_gpu = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--json" && i + 1 < argc) json_file.open(argv[++i]);
-    else if (arg == "--cpu-reps" && i + 1 < argc) cpu_reps = std::max(1, std::atoi(argv[++i]));
-    else if (arg == "--gpu-reps" && i + 1 < argc) gpu_reps = std::max(50, std::atoi(argv[++i]));
-    else if (arg == "--skip-cpu") skip_cpu = true;
-    else if (arg == "--skip-gpu") skip_gpu = true;
-    else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--cpu-reps N] [--gpu-reps N>=50] [--skip-cpu] [--skip-gpu]\n",
-                   argv[0]);
-      return 2;
-    }
-  }
-  if (!skip_cpu) run_cpu(cpu_reps);
-  if (skip_gpu) return 0;
-#if MINIDET_WITH_CUDA
-  if (cuda::is_available()) {
-    run_gpu(gpu_reps);
-    return 0;
-  }
-  std::printf("\n== GPU: SKIPPED (built with CUDA, but no GPU answers) ==\n");
-#else
-  std::printf("\n== GPU: SKIPPED (built without CUDA) ==\n");
-#endif
-  return 0;
+  const bench::Args args = bench::parse_args(argc, argv);
+  return bench::run(
+      args, [&] { run_cpu(args.cpu_reps); }, [&](const std::string& device) { run_gpu(device, args.gpu_reps); });
 }

@@ -1,0 +1,151 @@
+// What every benchmark program shares: the command line, the CPU and GPU timing loops, and the table and
+// JSON-line output. A benchmark program only declares its workloads and the closures it times.
+//
+//   bench_<op> [--json PATH] [--cpu-reps N] [--gpu-reps N>=50] [--skip-cpu] [--skip-gpu]
+//
+// CPU: std::chrono::steady_clock, one warm-up run, then the median of --cpu-reps runs.
+// GPU: CUDA events on minidet's current stream around each run, 10 warm-up runs, then the median of
+//      --gpu-reps (>= 50) runs. Each run is timed on its own, so host-side work inside it (launch overhead,
+//      a synchronisation the op makes) is counted, as the user would see it.
+// Every measurement prints one JSON line (stdout, and PATH when given) that the PyTorch twin script
+// (bench/<op>_torch.py --minidet-json PATH) reads to print the ratio. Timings are never asserted.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/cuda/availability.h"
+#if MINIDET_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
+#endif
+
+namespace minidet::bench {
+
+struct Args {
+  int cpu_reps = 5;
+  int gpu_reps = 100;
+  bool skip_cpu = false;
+  bool skip_gpu = false;
+};
+
+inline std::ofstream& json_file() {
+  static std::ofstream file;
+  return file;
+}
+
+// Parses the common flags; prints the usage and exits on anything else.
+inline Args parse_args(int argc, char** argv, int default_cpu_reps = 5) {
+  Args args;
+  args.cpu_reps = default_cpu_reps;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json" && i + 1 < argc) json_file().open(argv[++i]);
+    else if (arg == "--cpu-reps" && i + 1 < argc) args.cpu_reps = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--gpu-reps" && i + 1 < argc) args.gpu_reps = std::max(50, std::atoi(argv[++i]));
+    else if (arg == "--skip-cpu") args.skip_cpu = true;
+    else if (arg == "--skip-gpu") args.skip_gpu = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--cpu-reps N] [--gpu-reps N>=50] [--skip-cpu] [--skip-gpu]\n",
+                   argv[0]);
+      std::exit(2);
+    }
+  }
+  return args;
+}
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+inline double time_cpu_ms(const std::function<void()>& fn, int reps) {
+  fn();  // warm-up: first-touch allocations, Eigen's blocking buffers
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return median(ms);
+}
+
+// One measurement as a JSON line. `extra` holds further "key":value pairs, already formatted, or is empty.
+inline void emit(const std::string& bench, const std::string& device, const std::string& shape,
+                 const std::string& pass, double median_ms, const std::string& extra = "") {
+  char s[768];
+  std::snprintf(s, sizeof s,
+                "{\"bench\":\"%s\",\"device\":\"%s\",\"shape\":\"%s\",\"pass\":\"%s\",\"median_ms\":%.4f%s%s}",
+                bench.c_str(), device.c_str(), shape.c_str(), pass.c_str(), median_ms, extra.empty() ? "" : ",",
+                extra.c_str());
+  std::printf("%s\n", s);
+  if (json_file().is_open()) json_file() << s << "\n";
+}
+
+#if MINIDET_WITH_CUDA
+// "cuda:<GPU name>", the device string both this program and the twin script write.
+inline std::string gpu_device_name() {
+  cudaDeviceProp prop;
+  MINIDET_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  return std::string("cuda:") + prop.name;
+}
+
+inline double time_gpu_ms(const std::function<void()>& fn, int reps, int warmup = 10) {
+  for (int i = 0; i < warmup; ++i) fn();
+  cudaStream_t stream = cuda::current_stream();
+  cudaEvent_t start, stop;
+  MINIDET_CUDA_CHECK(cudaEventCreate(&start));
+  MINIDET_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    MINIDET_CUDA_CHECK(cudaEventRecord(start, stream));
+    fn();
+    MINIDET_CUDA_CHECK(cudaEventRecord(stop, stream));
+    MINIDET_CUDA_CHECK(cudaEventSynchronize(stop));
+    float elapsed = 0;
+    MINIDET_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+    ms.push_back(elapsed);
+  }
+  MINIDET_CUDA_CHECK(cudaEventDestroy(start));
+  MINIDET_CUDA_CHECK(cudaEventDestroy(stop));
+  return median(ms);
+}
+#else
+// Never called without CUDA (run() below skips the GPU part), but lets benchmark code compile unchanged.
+inline std::string gpu_device_name() { return "none"; }
+inline double time_gpu_ms(const std::function<void()>&, int, int = 10) {
+  std::fprintf(stderr, "time_gpu_ms: minidet was built without CUDA\n");
+  std::abort();
+}
+#endif
+
+// Runs the CPU part unless --skip-cpu, then the GPU part when there is a GPU (saying why when not).
+// `run_gpu` receives the device name from gpu_device_name().
+inline int run(const Args& args, const std::function<void()>& run_cpu,
+               const std::function<void(const std::string&)>& run_gpu) {
+  if (!args.skip_cpu) run_cpu();
+  if (args.skip_gpu) return 0;
+#if MINIDET_WITH_CUDA
+  if (cuda::is_available()) {
+    run_gpu(gpu_device_name());
+    return 0;
+  }
+  std::printf("\n== GPU: SKIPPED (built with CUDA, but no GPU answers) ==\n");
+#else
+  (void)run_gpu;
+  std::printf("\n== GPU: SKIPPED (built without CUDA) ==\n");
+#endif
+  return 0;
+}
+
+}  // namespace minidet::bench

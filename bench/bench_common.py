@@ -1,0 +1,104 @@
+"""What every PyTorch twin script shares (bench/<op>_torch.py): the command line, the CUDA-event timing loop,
+reading bench_<op>'s JSON lines, and the ratio table.
+
+A twin script defines its workloads and a function that returns rows (dicts with at least bench, impl,
+device, shape, pass, median_ms), then calls main(). Timing: 10 warm-up runs, then the median of --reps (>= 50)
+runs, each between two CUDA events, as bench_common.h does for minidet.
+"""
+import argparse
+import json
+import sys
+
+
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
+
+
+def time_median_ms(torch, fn, reps, warmup=10):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return median(times)
+
+
+def load_minidet(path, benches, device_name):
+    """{(bench, shape, pass): median_ms} for the GPU rows of bench_<op>'s JSON file."""
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            r = json.loads(line)
+            if r.get("bench") in benches and r.get("device", "").startswith("cuda"):
+                if r["device"] != device_name:
+                    print(f"warning: minidet ran on {r['device']}, PyTorch on {device_name}", file=sys.stderr)
+                rows[(r["bench"], r["shape"], r["pass"])] = r["median_ms"]
+    return rows
+
+
+def print_rows(rows):
+    print(f"{'bench':<16} {'impl':<14} {'shape':<34} {'pass':<8} {'median_ms':>10}")
+    for r in rows:
+        print(f"{r['bench']:<16} {r['impl']:<14} {r['shape']:<34} {r['pass']:<8} {r['median_ms']:>10.4f}")
+    for r in rows:
+        print(json.dumps(r))
+
+
+def print_ratios(minidet, rows, device_name):
+    """For each minidet GPU row, the ratio minidet_ms / torch_ms against every impl timed on the same key."""
+    print("\n== ratio minidet / PyTorch (median ms; < 1 means minidet is faster) ==")
+    print(f"{'bench':<16} {'shape':<34} {'pass':<8} {'minidet':>9} {'impl':<14} {'torch':>9} {'ratio':>6}")
+    for r in rows:
+        key = (r["bench"], r["shape"], r["pass"])
+        if key not in minidet:
+            continue
+        m, t = minidet[key], r["median_ms"]
+        print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<8} {m:>9.4f} {r['impl']:<14} {t:>9.4f} {m / t:>6.2f}")
+        print(json.dumps({"bench": r["bench"] + "_ratio", "device": device_name, "shape": r["shape"],
+                          "pass": r["pass"], "impl": r["impl"], "minidet_ms": m, "torch_ms": t,
+                          "ratio": round(m / t, 3)}))
+
+
+def main(doc, benches, run_torch):
+    """benches: the bench names of bench_<op>'s rows to compare; run_torch(torch, reps) -> (device, rows)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minidet-json", help="JSON lines written by bench_<op> --json")
+    parser.add_argument("--minidet-bin", help="bench_<op> executable: run it first (GPU part) and compare")
+    parser.add_argument("--reps", type=int, default=100)
+    args = parser.parse_args()
+    reps = max(args.reps, 50)
+    try:
+        import torch
+    except ImportError:
+        print("== PyTorch: SKIPPED (torch is not installed) ==")
+        return 0
+    if not torch.cuda.is_available():
+        print("== PyTorch GPU: SKIPPED (no CUDA device) ==")
+        return 0
+    if args.minidet_bin:
+        import subprocess
+        import tempfile
+        args.minidet_json = args.minidet_json or tempfile.mktemp(suffix=".json")
+        subprocess.run([args.minidet_bin, "--skip-cpu", "--gpu-reps", str(reps), "--json", args.minidet_json],
+                       check=True)
+    device_name, rows = run_torch(torch, reps)
+    print(f"== PyTorch {torch.__version__} on {device_name}, median of {reps} ==")
+    print_rows(rows)
+    if not args.minidet_json:
+        return 0
+    minidet = load_minidet(args.minidet_json, benches, device_name)
+    if not minidet:
+        print(f"no minidet GPU rows in {args.minidet_json}: run bench_<op> on a GPU with --json", file=sys.stderr)
+        return 1
+    print_ratios(minidet, rows, device_name)
+    return 0
