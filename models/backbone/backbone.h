@@ -1,0 +1,80 @@
+// Backbone: a small ResNet-style feature extractor, images (N, C_in, H, W) -> features (N, F, H/s, W/s).
+//
+//   stem      conv 3x3, stride 2 -> norm -> ReLU                                    (N, stem, H/2, W/2)
+//   stage i   blocks[i] basic blocks of width widths[i]; the first one has stride strides[i]
+//   output    the last stage: F = widths.back() channels, total stride s = 2 * prod(strides)
+//
+// The defaults (stem 32, widths 32-64-128-128, one block per stage, strides 1-2-2-1) give stride 8 and 128
+// channels: a 128 px image becomes a 16 x 16 feature map, the RPN's and RoI heads' input.
+//
+// A basic block (He et al. 2016, the block of ResNet-18/34), with x its input:
+//   y = ReLU( norm2(conv2(ReLU(norm1(conv1(x))))) + shortcut(x) )
+//   conv1: 3x3, stride s; conv2: 3x3, stride 1 (both padding 1)
+//   shortcut(x) = x, or norm(conv 1x1 stride s (x)) when the stride or the width changes (the projection
+//   shortcut, so the sum has matching shapes).
+//
+// Norm layers, by options.norm:
+// - BatchNorm: nn::BatchNorm2d, batch statistics in training and running ones in eval. Convs that feed a
+//   norm have no bias (the norm's own bias replaces it), as in torchvision's ResNet.
+// - FrozenBatchNorm: nn::FrozenBatchNorm2d, a fixed affine map (identity until statistics are loaded), as
+//   detection backbones use when a batch of a few images gives unreliable statistics. It has nothing to
+//   learn, so the convs in front of it keep their bias.
+//
+// Weights: convs use Kaiming-normal (fan_out, ReLU gain), as torchvision's ResNet; norms start at weight 1,
+// bias 0. All draws come from options.generator (the default generator when null), so a seed fixes them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/generator.h"
+#include "nn/layers/sequential.h"
+#include "nn/module/module.h"
+
+namespace minidet::models {
+
+enum class NormKind { BatchNorm, FrozenBatchNorm };
+
+struct BackboneOptions {
+  int64_t in_channels = 3;
+  int64_t stem_channels = 32;
+  std::vector<int64_t> widths = {32, 64, 128, 128};  // output channels of each stage
+  std::vector<int64_t> blocks = {1, 1, 1, 1};        // basic blocks per stage
+  std::vector<int64_t> strides = {1, 2, 2, 1};       // stride of each stage's first block
+  NormKind norm = NormKind::BatchNorm;
+  Generator* generator = nullptr;  // weight initialisation
+};
+
+const char* norm_kind_name(NormKind kind);
+
+// One basic block (see above).
+class BasicBlock final : public nn::UnaryModule {
+ public:
+  BasicBlock(int64_t in_channels, int64_t out_channels, int64_t stride, NormKind norm, Generator* generator);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+
+  std::shared_ptr<nn::UnaryModule> conv1, norm1, conv2, norm2;
+  std::shared_ptr<nn::Sequential> shortcut;  // null for the identity shortcut
+  int64_t stride;
+};
+
+class Backbone final : public nn::UnaryModule {
+ public:
+  explicit Backbone(BackboneOptions options = {});
+  // images (N, in_channels, H, W), float32 or float64, on the module's device -> (N, out_channels, h, w).
+  // Every stride-2 conv maps a size S to ceil(S / 2), so h = H / stride() when stride() divides H.
+  Tensor forward(const Tensor& images) override;
+  int64_t out_channels() const { return options_.widths.back(); }
+  int64_t stride() const;  // total stride: 2 (the stem) times every stage's stride
+  const BackboneOptions& options() const { return options_; }
+
+  std::shared_ptr<nn::Sequential> stem;
+  std::vector<std::shared_ptr<nn::Sequential>> stages;  // registered as stage1, stage2, ...
+
+ private:
+  BackboneOptions options_;
+};
+
+}  // namespace minidet::models
