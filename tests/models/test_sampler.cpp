@@ -1,5 +1,6 @@
 // BalancedPositiveNegativeSampler: counts and fractions, short supply of positives or negatives, class labels,
 // uniformity, reproducibility from a seed, batches, and CUDA against the CPU.
+#include <string>
 #include <vector>
 
 #include "core/factories.h"
@@ -46,35 +47,31 @@ void check_consistent(const Tensor& labels, const SampledMasks& s) {
 
 }  // namespace
 
-TEST_CASE("values/sampler: the quota of positives and the rest negatives") {
-  const Tensor labels = make_labels(10, 100, 20);
-  const BalancedPositiveNegativeSampler sampler(32, 0.25);
-  CHECK(sampler.positive_quota() == 8);
-  Generator gen(1);
-  const SampledMasks s = sampler(labels, &gen);
-  check_consistent(labels, s);
-  CHECK(count(s.positive) == 8);
-  CHECK(count(s.negative) == 24);
-}
-
-TEST_CASE("values/sampler: fewer positives than the quota are all taken and negatives fill up") {
-  const Tensor labels = make_labels(3, 100, 20);
-  Generator gen(2);
-  const SampledMasks s = BalancedPositiveNegativeSampler(32, 0.25)(labels, &gen);
-  check_consistent(labels, s);
-  CHECK(count(s.positive) == 3);
-  CHECK(count(s.negative) == 29);
-  // Every positive is taken.
-  CHECK(count(s.positive) == count(eq(labels, 1.0)));
-}
-
-TEST_CASE("values/sampler: too few of both takes everything there is") {
-  const Tensor labels = make_labels(5, 4, 7);
-  Generator gen(3);
-  const SampledMasks s = BalancedPositiveNegativeSampler(32, 0.5)(labels, &gen);
-  check_consistent(labels, s);
-  CHECK(count(s.positive) == 5);
-  CHECK(count(s.negative) == 4);
+TEST_CASE("values/sampler: counts with plenty and with short supply of positives or negatives") {
+  struct Case {
+    const char* what;
+    int64_t positives, negatives, ignored, batch;
+    double fraction;
+    int64_t expected_positives, expected_negatives;
+  };
+  const Case cases[] = {
+      {"plenty: the quota of positives and the rest negatives", 10, 100, 20, 32, 0.25, 8, 24},
+      {"fewer positives than the quota: all taken and negatives fill up", 3, 100, 20, 32, 0.25, 3, 29},
+      {"too few of both: everything there is", 5, 4, 7, 32, 0.5, 5, 4},
+      {"fewer negatives than the rest: positives stay at the quota", 50, 6, 0, 32, 0.25, 8, 6},
+  };
+  uint64_t seed = 1;
+  for (const Case& c : cases) {
+    CAPTURE(std::string(c.what));
+    const Tensor labels = make_labels(c.positives, c.negatives, c.ignored, seed);
+    const BalancedPositiveNegativeSampler sampler(c.batch, c.fraction);
+    Generator gen(seed++);
+    const SampledMasks s = sampler(labels, &gen);
+    check_consistent(labels, s);
+    CHECK(count(s.positive) == c.expected_positives);
+    CHECK(count(s.negative) == c.expected_negatives);
+  }
+  CHECK(BalancedPositiveNegativeSampler(32, 0.25).positive_quota() == 8);
 }
 
 TEST_CASE("values/sampler: fractions 0 and 1 and a quota that rounds down") {
