@@ -1,0 +1,95 @@
+// roi_pool: validation, the autograd record (saves rois and the argmax, not the input), device switch.
+#include <cmath>
+
+#include "autograd/function.h"
+#include "core/deterministic.h"
+#include "core/factories.h"
+#include "ops/common/roi_checks.h"
+#include "ops/roi_pool/roi_pool.h"
+#include "ops/roi_pool/roi_pool_kernels.h"
+
+namespace minidet {
+namespace {
+
+constexpr const char* kOp = "roi_pool";
+using ops::detail::RoIPoolGeometry;
+
+RoIPoolGeometry make_geometry(const Tensor& input, const Tensor& rois, std::array<int64_t, 2> output_size,
+                              double spatial_scale) {
+  ops::check_roi_input(kOp, input);
+  MINIDET_CHECK(output_size[0] >= 1 && output_size[1] >= 1, kOp, ": output size must be >= 1, got (",
+                output_size[0], ", ", output_size[1], ")");
+  MINIDET_CHECK(std::isfinite(spatial_scale) && spatial_scale > 0, kOp,
+                ": spatial_scale must be finite and > 0, got ", spatial_scale);
+  ops::check_rois(kOp, input, rois, 5);
+  RoIPoolGeometry g;
+  g.num_rois = rois.size(0);
+  g.channels = input.size(1);
+  g.height = input.size(2);
+  g.width = input.size(3);
+  g.pooled_height = output_size[0];
+  g.pooled_width = output_size[1];
+  g.spatial_scale = spatial_scale;
+  return g;
+}
+
+// dx from dy and the saved argmax: zeros, then every non-empty bin adds its dy at its argmax.
+Tensor roi_pool_backward_raw(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
+                             const Shape& input_sizes, const RoIPoolGeometry& g) {
+  NoGradGuard raw;
+  const Tensor grad = grad_output.contiguous();
+  Tensor grad_input = zeros(input_sizes, grad.options());
+  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
+  if (grad.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    ops::detail::roi_pool_backward_cuda(grad, rois, argmax, grad_input, g, DeterministicMode::is_enabled());
+#endif
+  } else {
+    ops::detail::roi_pool_backward_cpu(grad, rois, argmax, grad_input, g);
+  }
+  return grad_input;
+}
+
+}  // namespace
+
+RoIPoolResult roi_pool_with_argmax(const Tensor& input_any, const Tensor& rois_any, std::array<int64_t, 2> output_size,
+                                   double spatial_scale) {
+  const RoIPoolGeometry g = make_geometry(input_any, rois_any, output_size, spatial_scale);
+  RoIPoolResult result;
+  Tensor rois;
+  {
+    NoGradGuard raw;
+    const Tensor input = input_any.contiguous();
+    rois = rois_any.detach().contiguous();
+    const Shape out_sizes = {g.num_rois, g.channels, g.pooled_height, g.pooled_width};
+    result.output = empty(out_sizes, input.options());
+    result.argmax = empty(out_sizes, TensorOptions(kInt64, input.device()));
+    if (result.output.numel() > 0) {
+      if (input.is_cuda()) {
+#if MINIDET_WITH_CUDA
+        ops::detail::roi_pool_forward_cuda(input, rois, result.output, result.argmax, g);
+#endif
+      } else {
+        ops::detail::roi_pool_forward_cpu(input, rois, result.output, result.argmax, g);
+      }
+    }
+  }
+  const Shape input_sizes = input_any.sizes();
+  autograd::record(kOp, {input_any, rois_any}, {result.output}, {rois, result.argmax},
+                   [g, input_sizes](autograd::BackwardContext& ctx, const autograd::TensorList& grads)
+                       -> autograd::TensorList {
+                     const Tensor rois = ctx.saved(0);
+                     Tensor grad_input, grad_rois;
+                     if (ctx.needs_input_grad(0))
+                       grad_input = roi_pool_backward_raw(grads[0], rois, ctx.saved(1), input_sizes, g);
+                     if (ctx.needs_input_grad(1)) grad_rois = zeros_like(rois);  // piecewise constant (see header)
+                     return {grad_input, grad_rois};
+                   });
+  return result;
+}
+
+Tensor roi_pool(const Tensor& input, const Tensor& rois, std::array<int64_t, 2> output_size, double spatial_scale) {
+  return roi_pool_with_argmax(input, rois, output_size, spatial_scale).output;
+}
+
+}  // namespace minidet

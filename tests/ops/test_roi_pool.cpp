@@ -1,0 +1,285 @@
+// roi_pool: hand-computed bins, argmax and gradient routing; the empty-bin, tie and NaN rules; float64
+// gradient checks; CUDA parity (forward, argmax, gradient) and deterministic bits; every bad input.
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "core/deterministic.h"
+#include "core/factories.h"
+#include "ops/elementwise/binary.h"
+#include "ops/reduction/reduction.h"
+#include "ops/roi_pool/roi_pool.h"
+#include "tests/support.h"
+
+using namespace minidet;
+using autograd::TensorList;
+
+namespace {
+
+// Distinct values 0.1 apart in random order: no two pixels of a bin tie, and a finite-difference step of
+// 1e-6 never changes a bin's argmax.
+Tensor distinct(const Shape& shape, uint64_t seed) {
+  Generator g(seed);
+  return randperm(shape_numel(shape), kInt64, &g).to(kFloat64).view(shape) * 0.1;
+}
+
+// `count` RoIs (batch, x1, y1, x2, y2) in image pixels over `batch` images of image_h x image_w pixels.
+// Corners range past every border (some RoIs stick out or lie outside), sizes from a fraction of a pixel
+// to most of the image, and every fifth RoI is inverted (x2 < x1) to exercise the empty-bin rule.
+Tensor random_rois(int64_t count, int64_t batch, double image_h, double image_w, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<double> values;
+  for (int64_t k = 0; k < count; ++k) {
+    const double x1 = (unit(rng) * 1.2 - 0.2) * image_w, y1 = (unit(rng) * 1.2 - 0.2) * image_h;
+    double w = unit(rng) * 0.8 * image_w, h = unit(rng) * 0.8 * image_h;
+    if (k % 5 == 4) w = -w - 1.5;  // inverted: x2 + 1 < x1
+    values.insert(values.end(), {double(rng() % batch), x1, y1, x1 + w, y1 + h});
+  }
+  return from_vector<double>(values, {count, 5});
+}
+
+}  // namespace
+
+TEST_CASE("values/roi_pool: whole-map RoI at scale 1 picks each quadrant's maximum") {
+  const Tensor x = arange(0, 16, 1, kFloat64).view({1, 1, 4, 4});  // x[h, w] = 4h + w
+  const Tensor rois = from_vector<double>({0, 0, 0, 3, 3}, {1, 5});
+  // X1 = 0, X2 = (3 + 1) * 1 = 4: bins of 2 pixels, rows and columns [0, 2) and [2, 4).
+  const RoIPoolResult r = roi_pool_with_argmax(x, rois, {2, 2}, 1.0);
+  CHECK(r.output.sizes() == Shape{1, 1, 2, 2});
+  CHECK(r.output.to_vector<double>() == std::vector<double>{5, 7, 13, 15});
+  CHECK(r.argmax.to_vector<int64_t>() == std::vector<int64_t>{5, 7, 13, 15});
+  CHECK(r.argmax.dtype() == kInt64);
+}
+
+TEST_CASE("values/roi_pool: fractional box at scale 0.5 has overlapping bins and no rounding") {
+  // RoI (1, 1, 4, 6) at s = 0.5: X1 = 0.5, X2 = 2.5, Y1 = 0.5, Y2 = 3.5. bin_w = 1, bin_h = 1.5.
+  //   columns: q = 0 [floor(0.5), ceil(1.5)) = [0, 2);  q = 1 [floor(1.5), ceil(2.5)) = [1, 3)   (overlap at 1)
+  //   rows:    p = 0 [floor(0.5), ceil(2.0)) = [0, 2);  p = 1 [floor(2.0), ceil(3.5)) = [2, 4)
+  // Rounding the box first (torchvision) would give other bins; here only the bins are floored/ceiled.
+  const Tensor x = from_vector<double>({0, 9, 0, 0,  //
+                                       1, 2, 3, 0,  //
+                                       4, 0, 0, 8,  //
+                                       0, 7, 5, 6},
+                                      {1, 1, 4, 4})
+                       .requires_grad_();
+  const Tensor rois = from_vector<double>({0, 1, 1, 4, 6}, {1, 5});
+  const RoIPoolResult r = roi_pool_with_argmax(x, rois, {2, 2}, 0.5);
+  // (0,0): rows 0-1 cols 0-1 -> 9 at 1;  (0,1): rows 0-1 cols 1-2 -> 9 at 1 (shared pixel)
+  // (1,0): rows 2-3 cols 0-1 -> 7 at 13;  (1,1): rows 2-3 cols 1-2 -> 7 at 13 (column 3's 8 is outside)
+  CHECK(r.output.to_vector<double>() == std::vector<double>{9, 9, 7, 7});
+  CHECK(r.argmax.to_vector<int64_t>() == std::vector<int64_t>{1, 1, 13, 13});
+  // Both bins that chose pixel 1 send their gradient there, and they add up.
+  r.output.backward(from_vector<double>({0.5, 0.25, 2, 3}, {1, 1, 2, 2}));
+  std::vector<double> expected(16, 0.0);
+  expected[1] = 0.75;
+  expected[13] = 5;
+  CHECK(x.grad().to_vector<double>() == expected);
+}
+
+TEST_CASE("values/roi_pool: ties go to the first maximum in row-major order and NaN wins its bin") {
+  const Tensor x = full({1, 1, 3, 3}, 2.0, kFloat64);
+  const Tensor rois = from_vector<double>({0, 0, 0, 2, 2}, {1, 5});
+  // One bin covering the whole map, all values equal: the first pixel (0, 0) is the argmax.
+  CHECK(roi_pool_with_argmax(x, rois, {1, 1}, 1.0).argmax.to_vector<int64_t>() == std::vector<int64_t>{0});
+  // 2x2 output on 3 pixels: bins [0, 2) and [1, 3) (bin size 1.5); each bin's first pixel wins.
+  CHECK(roi_pool_with_argmax(x, rois, {2, 2}, 1.0).argmax.to_vector<int64_t>() == std::vector<int64_t>{0, 1, 3, 4});
+  const double nan = std::nan("");
+  const Tensor with_nan = from_vector<double>({1, nan, 5, 3, 4, nan, 0, 0, 0}, {1, 1, 3, 3});
+  const RoIPoolResult r = roi_pool_with_argmax(with_nan, rois, {1, 1}, 1.0);
+  CHECK(std::isnan(r.output.item<double>()));
+  CHECK(r.argmax.item<int64_t>() == 1);  // the first NaN
+}
+
+TEST_CASE("values/roi_pool: empty bins give 0 and argmax -1 and send no gradient") {
+  // Negative values, so an empty bin's 0 cannot be mistaken for a maximum.
+  const Tensor x = (arange(0, 16, 1, kFloat64).view({1, 1, 4, 4}) * -1.0).detach().requires_grad_();
+  const Tensor rois = from_vector<double>({0, 2, 2, 5, 5,     // partly outside: bin (0, 0) rows/cols [2, 4)
+                                           0, 3, 0, 1, 3,     // inverted: x2 + 1 = 2 < x1 = 3
+                                           0, 10, 10, 12, 12, // fully outside the map
+                                           0, -3, -3, -1, -1, // fully outside on the negative side
+                                           0, 1, 1, 1, 1},    // x1 == x2: one pixel wide (the +1), not empty
+                                          {5, 5});
+  const RoIPoolResult r = roi_pool_with_argmax(x, rois, {2, 2}, 1.0);
+  const std::vector<double> out = r.output.to_vector<double>();
+  const std::vector<int64_t> arg = r.argmax.to_vector<int64_t>();
+  CHECK(std::vector<double>(out.begin(), out.begin() + 4) == std::vector<double>{-10, 0, 0, 0});
+  CHECK(std::vector<int64_t>(arg.begin(), arg.begin() + 4) == std::vector<int64_t>{10, -1, -1, -1});
+  for (int i = 4; i < 16; ++i) {
+    CAPTURE(i);
+    CHECK(out[i] == 0.0);
+    CHECK(arg[i] == -1);
+  }
+  // The one-pixel RoI: every bin is pixel (1, 1) = flat 5.
+  CHECK(std::vector<double>(out.begin() + 16, out.end()) == std::vector<double>(4, -5.0));
+  CHECK(std::vector<int64_t>(arg.begin() + 16, arg.end()) == std::vector<int64_t>(4, 5));
+  Generator g(3);
+  const Tensor upstream = randn(r.output.sizes(), kFloat64, &g);
+  r.output.backward(upstream);
+  const std::vector<double> up = upstream.to_vector<double>(), grad = x.grad().to_vector<double>();
+  std::vector<double> expected(16, 0.0);
+  expected[10] = up[0];
+  expected[5] = up[16] + up[17] + up[18] + up[19];
+  CHECK(grad == expected);
+}
+
+TEST_CASE("values/roi_pool: rois get a zero gradient and K or N equal to 0 give empty results") {
+  const Tensor x = distinct({2, 3, 5, 5}, 1).requires_grad_();
+  const Tensor rois = from_vector<double>({1, 0.3, 0.6, 3.2, 2.7}, {1, 5}).requires_grad_();
+  sum(roi_pool(x, rois, {2, 3}, 1.0)).backward();
+  CHECK(rois.grad().to_vector<double>() == std::vector<double>(5, 0.0));
+  CHECK(sum(x.grad()).item<double>() != 0.0);
+
+  x.set_grad(Tensor());
+  const Tensor none = zeros({0, 5}, kFloat64);
+  const Tensor y = roi_pool(x, none, {2, 3}, 1.0);
+  CHECK(y.sizes() == Shape{0, 3, 2, 3});
+  sum(y).backward();
+  CHECK(x.grad().sizes() == x.sizes());
+  CHECK(x.grad().to_vector<double>() == std::vector<double>(x.numel(), 0.0));
+
+  const Tensor no_images = zeros({0, 3, 5, 5}, kFloat64).requires_grad_();
+  const Tensor empty_out = roi_pool(no_images, none, {7, 7}, 0.25);
+  CHECK(empty_out.sizes() == Shape{0, 3, 7, 7});
+  sum(empty_out).backward();
+  CHECK(no_images.grad().sizes() == Shape{0, 3, 5, 5});
+}
+
+TEST_CASE("gradcheck/roi_pool: fractional RoIs on two images at several scales in float64") {
+  struct Case {
+    std::string what;
+    Shape input;
+    int64_t rois;
+    std::array<int64_t, 2> output;
+    double scale;
+  };
+  const std::vector<Case> cases = {
+      {"scale 1 output 2x2", {2, 2, 6, 7}, 4, {2, 2}, 1.0},
+      {"scale 0.5 output 3x2", {2, 3, 5, 6}, 6, {3, 2}, 0.5},
+      {"scale 0.25 output 1x3", {1, 2, 4, 8}, 3, {1, 3}, 0.25},
+  };
+  uint64_t seed = 10;
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const Tensor x = distinct(c.input, seed++).requires_grad_();
+    const Tensor rois =
+        random_rois(c.rois, c.input[0], double(c.input[2]) / c.scale, double(c.input[3]) / c.scale, seed++);
+    const auto fn = [&](const TensorList& in) { return roi_pool(in[0], rois, c.output, c.scale); };
+    const auto result = autograd::gradcheck(fn, {x});
+    MESSAGE("roi_pool " << c.what << ": max_abs_error " << result.max_abs_error);
+    CHECK_MESSAGE(result.ok, result.report);
+  }
+}
+
+TEST_CASE("gradcheck/roi_pool: non-contiguous input") {
+  const Tensor base = distinct({2, 6, 5, 3}, 30);  // an NHWC buffer read as NCHW
+  const Tensor x = base.permute({0, 3, 1, 2}).requires_grad_();
+  REQUIRE_FALSE(x.is_contiguous());
+  const Tensor rois = random_rois(5, 2, 6, 5, 31);
+  const auto result =
+      autograd::gradcheck([&](const TensorList& in) { return roi_pool(in[0], rois, {2, 2}, 1.0); }, {x});
+  MESSAGE("roi_pool non-contiguous: max_abs_error " << result.max_abs_error);
+  CHECK_MESSAGE(result.ok, result.report);
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: forward argmax and gradient match the CPU") {
+  struct Case {
+    Shape input;
+    int64_t rois;
+    std::array<int64_t, 2> output;
+    double scale;
+  };
+  // The last case is the benchmark's shape family, small enough for a test.
+  const std::vector<Case> cases = {{{2, 3, 9, 11}, 12, {3, 2}, 0.5},
+                                   {{1, 4, 16, 16}, 7, {7, 7}, 1.0},
+                                   {{3, 32, 25, 34}, 200, {7, 7}, 0.25}};
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    for (DType dtype : {kFloat32, kFloat64}) {
+      CAPTURE(dtype);
+      CAPTURE(c.input[1]);
+      Generator g(seed++);
+      // randn values in float32 have ties only by accident; the tie rule is the same on both devices anyway.
+      const Tensor x_cpu = randn(c.input, dtype, &g);
+      const Tensor rois_cpu =
+          random_rois(c.rois, c.input[0], c.input[2] / c.scale, c.input[3] / c.scale, seed++).to(dtype);
+      const Tensor upstream = randn({c.rois, c.input[1], c.output[0], c.output[1]}, dtype, &g);
+      std::vector<Tensor> results[2];
+      for (int device = 0; device < 2; ++device) {
+        const Tensor x = (device ? x_cpu.cuda() : x_cpu.clone()).requires_grad_();
+        const Tensor rois = device ? rois_cpu.cuda() : rois_cpu;
+        const RoIPoolResult r = roi_pool_with_argmax(x, rois, c.output, c.scale);
+        r.output.backward(upstream.to(x.device()));
+        results[device] = {r.output.detach().cpu(), r.argmax.cpu(), x.grad().cpu()};
+      }
+      // Same bins (roi_pool_bin uses an explicit fma) and the same tie rule: identical maxima and argmax.
+      CHECK(results[1][0].to_vector<double>() == results[0][0].to_vector<double>());
+      CHECK(results[1][1].to_vector<int64_t>() == results[0][1].to_vector<int64_t>());
+      // The atomic scatter adds in another order: equal up to float32 rounding of a few terms.
+      CHECK(minidet::test::allclose(results[1][2], results[0][2], 1e-5, 1e-5));
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: deterministic backward gives identical bits twice and equals the CPU") {
+  DeterministicGuard deterministic;
+  Generator g(50);
+  // Few pixels, many overlapping RoIs and channels: many bins pick the same pixel.
+  const Tensor x_cpu = randn({2, 16, 12, 13}, kFloat32, &g);
+  const Tensor rois_cpu = random_rois(300, 2, 24, 26, 51).to(kFloat32);
+  const Tensor upstream = randn({300, 16, 3, 3}, kFloat32, &g);
+  const Tensor x_cpu_leaf = x_cpu.clone().requires_grad_();
+  roi_pool(x_cpu_leaf, rois_cpu, {3, 3}, 0.5).backward(upstream);
+  const std::vector<float> on_cpu = x_cpu_leaf.grad().to_vector<float>();
+  const Tensor x = x_cpu.cuda().requires_grad_();
+  std::vector<float> first;
+  for (int round = 0; round < 2; ++round) {
+    x.set_grad(Tensor());
+    roi_pool(x, rois_cpu.cuda(), {3, 3}, 0.5).backward(upstream.cuda());
+    const std::vector<float> grad = x.grad().to_vector<float>();
+    if (round == 0) first = grad;
+    else CHECK(grad == first);
+  }
+  // The gather adds in the CPU's order (k, p, q) with plain IEEE additions: the same bits as the CPU.
+  CHECK(first == on_cpu);
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: K and N equal to 0 and bad rois on the device") {
+  const Tensor x = zeros({2, 3, 5, 5}, TensorOptions(kFloat32, Device::cuda())).requires_grad_();
+  const Tensor y = roi_pool(x, zeros({0, 5}, TensorOptions(kFloat32, Device::cuda())), {2, 2}, 1.0);
+  CHECK(y.sizes() == Shape{0, 3, 2, 2});
+  sum(y).backward();
+  CHECK(x.grad().to_vector<float>() == std::vector<float>(x.numel(), 0.0f));
+  const Tensor bad = from_vector<float>({0, 0, 0, 1, 1, 2, 0, 0, 1, 1}, {2, 5}).cuda();
+  CHECK_THROWS_CONTAINING(roi_pool(x, bad, {2, 2}, 1.0), "rois row 1");
+  CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<float>({0, 0, 0, 1, 1}, {1, 5}), {2, 2}, 1.0), "same device");
+}
+
+TEST_CASE("errors/roi_pool: every bad input names the op and what was expected") {
+  const Tensor x = zeros({2, 3, 5, 5}, kFloat64);
+  const Tensor rois = from_vector<double>({0, 0, 0, 2, 2}, {1, 5});
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_CONTAINING(roi_pool(x, zeros({3, 4}, kFloat64), {2, 2}, 1.0), "roi_pool: expected rois of shape (K, 5)");
+  CHECK_THROWS_CONTAINING(roi_pool(x, zeros({5}, kFloat64), {2, 2}, 1.0), "expected rois of shape");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois.to(kFloat32), {2, 2}, 1.0), "same dtype");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois.to(kInt64), {2, 2}, 1.0), "same dtype");
+  CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({0.5, 0, 0, 2, 2}, {1, 5}), {2, 2}, 1.0), "batch index 0.5");
+  CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({2, 0, 0, 2, 2}, {1, 5}), {2, 2}, 1.0), "in [0, 2)");
+  CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({-1, 0, 0, 2, 2}, {1, 5}), {2, 2}, 1.0), "in [0, 2)");
+  CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({0, 0, nan, 2, 2}, {1, 5}), {2, 2}, 1.0), "finite");
+  CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({0, 0, 0, inf, 2}, {1, 5}), {2, 2}, 1.0), "finite");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {0, 2}, 1.0), "roi_pool: output size must be >= 1");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, -1}, 1.0), "output size must be >= 1");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, 2}, 0.0), "spatial_scale must be finite and > 0");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, 2}, -0.25), "spatial_scale must be finite and > 0");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, 2}, nan), "spatial_scale must be finite and > 0");
+  CHECK_THROWS_CONTAINING(roi_pool(zeros({3, 5, 5}, kFloat64), rois, {2, 2}, 1.0), "roi_pool: expected input (N, C, H, W)");
+  CHECK_THROWS_CONTAINING(roi_pool(zeros({1, 3, 5, 5}, kInt64), rois.to(kInt64), {2, 2}, 1.0), "float32 or float64");
+  CHECK_THROWS_CONTAINING(roi_pool(Tensor(), rois, {2, 2}, 1.0), "undefined");
+  CHECK_THROWS_CONTAINING(roi_pool(x, Tensor(), {2, 2}, 1.0), "undefined");
+  // N = 0 images: no batch index is valid, so any RoI is refused.
+  CHECK_THROWS_CONTAINING(roi_pool(zeros({0, 3, 5, 5}, kFloat64), rois, {2, 2}, 1.0), "in [0, 0)");
+}
