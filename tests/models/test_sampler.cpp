@@ -178,10 +178,11 @@ TEST_CASE("errors/sampler: bad options and bad labels") {
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/sampler: the same generator state gives the same masks as on the CPU") {
-  // Several images of a few thousand anchors: the sort keys are distinct, so the radix sort on the GPU and
-  // the CPU sort agree exactly and so must every mask bit.
+  // Several images of 2305 anchors each: the sort keys are distinct, so the radix sort on the GPU and the
+  // CPU sort agree exactly and so must every mask bit. Row 0 is short of positives (5), row 3 has more than
+  // the quota (185 > 128).
   std::vector<Tensor> rows;
-  for (int64_t r = 0; r < 4; ++r) rows.push_back(make_labels(5 + 40 * r, 2000, 300, 20 + r));
+  for (int64_t r = 0; r < 4; ++r) rows.push_back(make_labels(5 + 60 * r, 2000 - 60 * r, 300, 20 + r));
   const Tensor labels = stack(rows, 0);
   const BalancedPositiveNegativeSampler sampler(256, 0.5);
   Generator cpu_gen(31), gpu_gen(31);
