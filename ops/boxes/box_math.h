@@ -48,58 +48,36 @@ MINIDET_HOST_DEVICE inline T opaque_on_host(T value) {
 }
 #endif
 
-MINIDET_HOST_DEVICE inline float mul_rn(float a, float b) {
+// Each helper is one IEEE-754 operation, rounded to nearest, never fused with its neighbours. T is float or
+// double; the device branch picks the intrinsic of that width.
+template <typename T>
+MINIDET_HOST_DEVICE inline T mul_rn(T a, T b) {
 #ifdef __CUDA_ARCH__
-  return __fmul_rn(a, b);
+  if constexpr (sizeof(T) == sizeof(float)) return __fmul_rn(a, b); else return __dmul_rn(a, b);
 #else
   return opaque_on_host(a * b);
 #endif
 }
-MINIDET_HOST_DEVICE inline double mul_rn(double a, double b) {
+template <typename T>
+MINIDET_HOST_DEVICE inline T add_rn(T a, T b) {
 #ifdef __CUDA_ARCH__
-  return __dmul_rn(a, b);
-#else
-  return opaque_on_host(a * b);
-#endif
-}
-MINIDET_HOST_DEVICE inline float add_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fadd_rn(a, b);
+  if constexpr (sizeof(T) == sizeof(float)) return __fadd_rn(a, b); else return __dadd_rn(a, b);
 #else
   return a + b;
 #endif
 }
-MINIDET_HOST_DEVICE inline double add_rn(double a, double b) {
+template <typename T>
+MINIDET_HOST_DEVICE inline T sub_rn(T a, T b) {
 #ifdef __CUDA_ARCH__
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-MINIDET_HOST_DEVICE inline float sub_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fsub_rn(a, b);
+  if constexpr (sizeof(T) == sizeof(float)) return __fsub_rn(a, b); else return __dsub_rn(a, b);
 #else
   return a - b;
 #endif
 }
-MINIDET_HOST_DEVICE inline double sub_rn(double a, double b) {
+template <typename T>
+MINIDET_HOST_DEVICE inline T div_rn(T a, T b) {
 #ifdef __CUDA_ARCH__
-  return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-MINIDET_HOST_DEVICE inline float div_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-MINIDET_HOST_DEVICE inline double div_rn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __ddiv_rn(a, b);
+  if constexpr (sizeof(T) == sizeof(float)) return __fdiv_rn(a, b); else return __ddiv_rn(a, b);
 #else
   return a / b;
 #endif
