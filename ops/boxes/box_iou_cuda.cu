@@ -1,12 +1,14 @@
 // CUDA box_iou.
 //
-// Forward: one thread per IoU element; consecutive threads take consecutive boxes of b for one box of a,
-// so the writes are coalesced and a_i is a broadcast read.
+// Forward and backward share one tiling of the (N, M) matrix: tiles of kTileA boxes of a by kTileB boxes of
+// b, one 32 x 8 thread block per tile. Lane x of warp y owns box b_j (j = tile_b * 32 + x) and the boxes a_i
+// with i = tile_a * kTileA + y + 8r, r < kTileA / 8, so a warp reads and writes a row i of the matrix along
+// 32 consecutive j: coalesced.
 //
-// Backward, without atomics (so the bits are the same every run): the (N, M) gradient is cut into tiles of
-// kTileA boxes of a by kTileB boxes of b, one 32 x 8 thread block per tile. Lane x of warp y owns box
-// b_j (j = tile_b * 32 + x) and the boxes a_i with i = tile_a * kTileA + y + 8r, r < kTileA / 8, so the
-// reads of the gradient row i are coalesced along j.
+// Forward: each lane writes IoU(a_i, b_j) for its rows.
+//
+// Backward, without atomics (so the bits are the same every run): each tile computes every pair's
+// derivative once and reduces it two ways.
 //   - grad_a partials: for each i the 32 lanes' contributions are summed with a fixed xor butterfly of warp
 //     shuffles; lane 0 writes partial_a[tile_b, i].
 //   - grad_b partials: each thread sums its rows in order, then warp 0 adds the 8 warps' sums in order
@@ -26,13 +28,25 @@ constexpr int kTileB = 32;  // lanes
 constexpr int kWarps = 8;   // threadIdx.y
 constexpr int kTileA = 64;  // rows per tile: each warp handles kTileA / kWarps of them
 
+// A lane keeps its box b_j and b_j's area in registers while it walks the tile's rows (a_i's area is two
+// subtractions and a product, cheaper to recompute than to stage), and no thread divides a 64-bit index.
 template <typename T>
-__global__ void box_iou_forward_kernel(int64_t total, const T* a, const T* b, T* iou, int64_t m) {
-  MINIDET_KERNEL_LOOP(e, total) {
-    const int64_t i = e / m, j = e % m;
-    const T* box_a = a + 4 * i;
-    const T* box_b = b + 4 * j;
-    iou[e] = box_iou_forward_pair(box_a, box_math::box_area(box_a), box_b, box_math::box_area(box_b));
+__global__ void box_iou_forward_kernel(const T* a, const T* b, T* iou, int64_t n, int64_t m, int64_t tiles_a,
+                                       int64_t tiles_b) {
+  const int lane = threadIdx.x, warp = threadIdx.y;
+  for (int64_t tile = blockIdx.x; tile < tiles_a * tiles_b; tile += gridDim.x) {
+    const int64_t tile_a = tile / tiles_b, tile_b = tile % tiles_b;
+    const int64_t j = tile_b * kTileB + lane;
+    if (j >= m) continue;  // no barrier in this kernel, so idle lanes may leave the tile
+    T box_b[4];
+    for (int c = 0; c < 4; ++c) box_b[c] = b[4 * j + c];
+    const T area_b = box_math::box_area(box_b);
+    for (int r = 0; r < kTileA / kWarps; ++r) {
+      const int64_t i = tile_a * kTileA + warp + r * kWarps;
+      if (i >= n) break;
+      const T* box_a = a + 4 * i;
+      iou[i * m + j] = box_iou_forward_pair(box_a, box_math::box_area(box_a), box_b, area_b);
+    }
   }
 }
 
@@ -88,14 +102,19 @@ __global__ void sum_partials_kernel(int64_t values, const T* partial, int64_t ti
   }
 }
 
+// One block per tile, up to the grid cap; the kernels loop over the remaining tiles.
+unsigned tile_blocks(int64_t tiles) { return static_cast<unsigned>(tiles < cuda::kMaxBlocks ? tiles : cuda::kMaxBlocks); }
+
 }  // namespace
 
 void box_iou_forward_cuda(const Tensor& a, const Tensor& b, const Tensor& iou) {
   cuda::DeviceGuard guard(a.device());
-  const int64_t total = iou.numel();
+  const int64_t n = a.size(0), m = b.size(0);
+  const int64_t tiles_a = (n + kTileA - 1) / kTileA, tiles_b = (m + kTileB - 1) / kTileB;
   MINIDET_DISPATCH_FLOATING(a.dtype(), "box_iou", [&] {
-    box_iou_forward_kernel<scalar_t><<<cuda::blocks_for(total), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-        total, a.data<scalar_t>(), b.data<scalar_t>(), iou.data<scalar_t>(), b.size(0));
+    box_iou_forward_kernel<scalar_t><<<tile_blocks(tiles_a * tiles_b), dim3(kTileB, kWarps), 0,
+                                       cuda::current_stream()>>>(a.data<scalar_t>(), b.data<scalar_t>(),
+                                                                 iou.data<scalar_t>(), n, m, tiles_a, tiles_b);
     MINIDET_CUDA_LAUNCH_CHECK("box_iou_forward_kernel");
   });
 }
@@ -108,10 +127,8 @@ void box_iou_backward_cuda(const Tensor& a, const Tensor& b, const Tensor& grad,
   // The tile kernel always writes both partials (the pair derivative yields both at once).
   const Tensor partial_a = empty({tiles_b, n, 4}, a.options());
   const Tensor partial_b = empty({tiles_a, m, 4}, a.options());
-  const int64_t tiles = tiles_a * tiles_b;
-  const unsigned blocks = static_cast<unsigned>(tiles < cuda::kMaxBlocks ? tiles : cuda::kMaxBlocks);
   MINIDET_DISPATCH_FLOATING(a.dtype(), "box_iou", [&] {
-    box_iou_backward_tiles_kernel<scalar_t><<<blocks, dim3(kTileB, kWarps), 0, cuda::current_stream()>>>(
+    box_iou_backward_tiles_kernel<scalar_t><<<tile_blocks(tiles_a * tiles_b), dim3(kTileB, kWarps), 0, cuda::current_stream()>>>(
         a.data<scalar_t>(), b.data<scalar_t>(), grad.data<scalar_t>(), n, m, tiles_a, tiles_b,
         partial_a.data<scalar_t>(), partial_b.data<scalar_t>());
     MINIDET_CUDA_LAUNCH_CHECK("box_iou_backward_tiles_kernel");
