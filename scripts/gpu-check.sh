@@ -3,7 +3,8 @@
 # cases run here), run compute-sanitizer on the CUDA cases, and run the benchmarks. Logs go to $OUT (the
 # device tool brings that folder back; at most 8 files), default /tmp/minidet-gpu.
 #
-#   bash scripts/gpu-check.sh            # everything
+#   bash scripts/gpu-check.sh            # everything (may not fit one 10-minute device call: then run
+#                                        # `tests` and, right after on the still-warm machine, `bench`)
 #   bash scripts/gpu-check.sh tests      # build + tests + sanitizer only
 #   bash scripts/gpu-check.sh bench      # build + benchmarks only
 #   TOOLS=memcheck FILTER="cuda/nms*" bash scripts/gpu-check.sh tests   # one sanitizer, some cases
@@ -32,26 +33,41 @@ note "built in $(( $(date +%s) - start )) s"
 
 if [[ $what == all || $what == tests ]]; then
   note "== tests (ctest, all families, CUDA included)"
+  start=$(date +%s)
   ctest --preset gpu -j 16 >"$OUT/ctest.log" 2>&1
   rc=$?
-  note "ctest exit code $rc"
+  note "ctest exit code $rc in $(( $(date +%s) - start )) s"
   grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Timeout" "$OUT/ctest.log" | tee -a "$summary"
 
   # memcheck: out-of-bounds and misaligned accesses, leaks; racecheck: shared-memory hazards between the
   # threads of a block. TOOLS picks the tools (default both); FILTER narrows the cases (default cuda/*).
+  # The binaries run side by side (one GPU, 16 cores): the sanitizers are slow, and this keeps the whole
+  # check inside one device call.
   for tool in ${TOOLS:-memcheck racecheck}; do
     note "== compute-sanitizer $tool on the ${FILTER:-cuda/*} cases"
+    start=$(date +%s)
     log="$OUT/sanitizer-$tool.log"
     : >"$log"
+    binaries=()
     for t in build/gpu/tests/test_*; do
       [[ -x $t ]] || continue
       # Only binaries that have matching cases (listing includes skipped cases, see tests/main.cpp).
       "$t" -ltc -tc="${FILTER:-cuda/*}" 2>/dev/null | grep -q "^cuda/" || continue
-      echo "--- $t" >>"$log"
-      timeout 900 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -tc="${FILTER:-cuda/*}" >>"$log" 2>&1
-      rc=$?  # read it before any other command runs: 99 = sanitizer errors, 1 = a test failed, 124 = timeout
-      note "$(basename "$t"): exit code $rc, $(grep -E 'test cases:' "$log" | tail -1 | tr -s ' '),$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/=========//')"
+      binaries+=("$t")
+      (
+        timeout 900 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -tc="${FILTER:-cuda/*}" \
+          >"/tmp/sanitizer-$tool-$(basename "$t").log" 2>&1
+        # 99 = sanitizer errors, 1 = a test failed, 124 = timeout
+        echo $? >"/tmp/sanitizer-$tool-$(basename "$t").rc"
+      ) &
     done
+    wait
+    for t in "${binaries[@]}"; do
+      part="/tmp/sanitizer-$tool-$(basename "$t")"
+      { echo "--- $t"; cat "$part.log"; } >>"$log"
+      note "$(basename "$t"): exit code $(cat "$part.rc"), $(grep -E 'test cases:' "$part.log" | tail -1 | tr -s ' '),$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$part.log" | tail -1 | sed 's/=========//')"
+    done
+    note "$tool took $(( $(date +%s) - start )) s"
   done
 fi
 
