@@ -1,7 +1,5 @@
 // roi_align_rotated: validation, the autograd record (saves only the rois: the backward is linear in the
 // upstream gradient and never reads the input), device switch.
-#include <cmath>
-
 #include "autograd/function.h"
 #include "core/deterministic.h"
 #include "core/factories.h"
@@ -18,10 +16,7 @@ using ops::detail::RotatedGeometry;
 
 RotatedGeometry make_geometry(const Tensor& input, const Tensor& rois, const RoIAlignRotatedOptions& options) {
   ops::check_roi_input(kOp, input);
-  MINIDET_CHECK(options.pooled_h >= 1 && options.pooled_w >= 1, kOp, ": output size must be >= 1, got (",
-                options.pooled_h, ", ", options.pooled_w, ")");
-  MINIDET_CHECK(std::isfinite(options.spatial_scale) && options.spatial_scale > 0, kOp,
-                ": spatial_scale must be finite and > 0, got ", options.spatial_scale);
+  ops::check_roi_pooling(kOp, options.pooled_h, options.pooled_w, options.spatial_scale);
   ops::check_rois(kOp, input, rois, 6);
   MINIDET_CHECK(!(rois.requires_grad() && GradMode::is_enabled()), kOp,
                 ": the gradient with respect to rois is not supported for the rotated op (only the input "

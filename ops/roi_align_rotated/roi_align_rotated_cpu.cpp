@@ -7,7 +7,6 @@
 //             the same every run.
 #include <vector>
 
-#include "ops/common/bilinear.h"
 #include "ops/roi_align_rotated/roi_align_rotated_kernels.h"
 
 namespace minidet::ops::detail {
@@ -39,17 +38,13 @@ void build_samples(const T* roi, const RotatedGeometry& g, RoISamples<T>* table)
   table->weight.clear();
   for (int64_t p = 0; p < g.pooled_h; ++p)
     for (int64_t q = 0; q < g.pooled_w; ++q) {
-      for (int64_t iy = 0; iy < f.grid_h; ++iy)
-        for (int64_t ix = 0; ix < f.grid_w; ++ix) {
-          T y, x;
-          rotated_sample(f, p * f.grid_h + iy, q * f.grid_w + ix, &y, &x);
-          const BilinearSample<T> s = bilinear_sample(y, x, g.height, g.width);
-          if (!s.inside) continue;
-          for (int n = 0; n < 4; ++n) {
-            table->offset.push_back(s.offset[n]);
-            table->weight.push_back(s.weight[n]);
-          }
+      for_each_bin_sample(f, g, p, q, [&](const BilinearSample<T>& s) {
+        if (!s.inside) return;
+        for (int n = 0; n < 4; ++n) {
+          table->offset.push_back(s.offset[n]);
+          table->weight.push_back(s.weight[n]);
         }
+      });
       table->bin_begin.push_back(static_cast<int64_t>(table->offset.size() / 4));
     }
 }
@@ -67,20 +62,24 @@ int64_t chunk_end(const T* rois, const RotatedGeometry& g, int64_t first) {
   return end;
 }
 
-template <typename T>
-void build_chunk(const T* rois, const RotatedGeometry& g, int64_t first, std::vector<RoISamples<T>>* tables) {
-  const int64_t rois_in_chunk = static_cast<int64_t>(tables->size());
-#pragma omp parallel for schedule(dynamic) if (rois_in_chunk > 1)
-  for (int64_t r = 0; r < rois_in_chunk; ++r) build_samples(rois + (first + r) * 6, g, &(*tables)[r]);
+// Builds the tables of one chunk of RoIs after another and hands each chunk to work(first, end, tables),
+// where tables[k - first] belongs to RoI k.
+template <typename T, typename Work>
+void for_each_chunk(const T* rois, const RotatedGeometry& g, Work&& work) {
+  for (int64_t first = 0; first < g.num_rois;) {
+    const int64_t end = chunk_end(rois, g, first);
+    std::vector<RoISamples<T>> tables(end - first);
+#pragma omp parallel for schedule(dynamic) if (end - first > 1)
+    for (int64_t k = first; k < end; ++k) build_samples(rois + k * 6, g, &tables[k - first]);
+    work(first, end, tables);
+    first = end;
+  }
 }
 
 template <typename T>
 void forward(const T* input, const T* rois, T* output, const RotatedGeometry& g) {
   const int64_t plane_size = g.height * g.width, bins = g.pooled_h * g.pooled_w;
-  for (int64_t first = 0; first < g.num_rois;) {
-    const int64_t end = chunk_end(rois, g, first);
-    std::vector<RoISamples<T>> tables(end - first);
-    build_chunk(rois, g, first, &tables);
+  for_each_chunk(rois, g, [&](int64_t first, int64_t end, const std::vector<RoISamples<T>>& tables) {
     const int64_t planes = (end - first) * g.channels;
 #pragma omp parallel for schedule(static) if (planes * bins > kParallelAbove)
     for (int64_t plane = 0; plane < planes; ++plane) {
@@ -98,17 +97,13 @@ void forward(const T* input, const T* rois, T* output, const RotatedGeometry& g)
         out[b] = sum / t.count;
       }
     }
-    first = end;
-  }
+  });
 }
 
 template <typename T>
 void backward(const T* grad_output, const T* rois, T* grad_input, const RotatedGeometry& g) {
   const int64_t plane_size = g.height * g.width, bins = g.pooled_h * g.pooled_w;
-  for (int64_t first = 0; first < g.num_rois;) {
-    const int64_t end = chunk_end(rois, g, first);
-    std::vector<RoISamples<T>> tables(end - first);
-    build_chunk(rois, g, first, &tables);
+  for_each_chunk(rois, g, [&](int64_t first, int64_t end, const std::vector<RoISamples<T>>& tables) {
 #pragma omp parallel for schedule(static) if (g.channels * (end - first) * bins > kParallelAbove)
     for (int64_t c = 0; c < g.channels; ++c) {
       for (int64_t k = first; k < end; ++k) {
@@ -122,8 +117,7 @@ void backward(const T* grad_output, const T* rois, T* grad_input, const RotatedG
         }
       }
     }
-    first = end;
-  }
+  });
 }
 
 }  // namespace

@@ -15,7 +15,6 @@
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
-#include "ops/common/bilinear.h"
 #include "ops/roi_align_rotated/roi_align_rotated_kernels.h"
 
 namespace minidet::ops::detail {
@@ -30,12 +29,7 @@ __global__ void forward_kernel(int64_t n, const T* input, const T* rois, T* outp
     const RotatedFrame<T> f = rotated_frame(rois + k * 6, g);
     const T* plane = input + (f.batch * g.channels + c) * g.height * g.width;
     T sum = 0;
-    for (int64_t iy = 0; iy < f.grid_h; ++iy)
-      for (int64_t ix = 0; ix < f.grid_w; ++ix) {
-        T y, x;
-        rotated_sample(f, p * f.grid_h + iy, q * f.grid_w + ix, &y, &x);
-        sum += bilinear_interpolate(bilinear_sample(y, x, g.height, g.width), plane);
-      }
+    for_each_bin_sample(f, g, p, q, [&](const BilinearSample<T>& s) { sum += bilinear_interpolate(s, plane); });
     output[e] = sum / f.count;
   }
 }
@@ -50,14 +44,10 @@ __global__ void backward_atomic_kernel(int64_t n, const T* grad_output, const T*
     const RotatedFrame<T> f = rotated_frame(rois + k * 6, g);
     T* plane = grad_input + (f.batch * g.channels + c) * g.height * g.width;
     const T share = grad_output[e] / f.count;
-    for (int64_t iy = 0; iy < f.grid_h; ++iy)
-      for (int64_t ix = 0; ix < f.grid_w; ++ix) {
-        T y, x;
-        rotated_sample(f, p * f.grid_h + iy, q * f.grid_w + ix, &y, &x);
-        const BilinearSample<T> s = bilinear_sample(y, x, g.height, g.width);
-        if (!s.inside) continue;
-        for (int j = 0; j < 4; ++j) atomicAdd(&plane[s.offset[j]], share * s.weight[j]);
-      }
+    for_each_bin_sample(f, g, p, q, [&](const BilinearSample<T>& s) {
+      if (!s.inside) return;
+      for (int j = 0; j < 4; ++j) atomicAdd(&plane[s.offset[j]], share * s.weight[j]);
+    });
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/macros.h"
 #include "core/tensor.h"
+#include "ops/common/bilinear.h"
 
 namespace minidet::ops::detail {
 
@@ -71,6 +72,22 @@ MINIDET_HOST_DEVICE inline void rotated_sample(const RotatedFrame<T>& f, int64_t
   const T v = f.start_v + (static_cast<T>(i) + T(0.5)) * f.step_v;
   *x = f.center_x + u * f.cos_theta + v * f.sin_theta;
   *y = f.center_y - u * f.sin_theta + v * f.cos_theta;
+}
+
+// Calls visit(sample) with the bilinear read (ops/common/bilinear.h) of every sample of bin (p, q), in
+// (iy, ix) order: the one sampling loop of the CPU table builder and the CUDA kernels.
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable  // instantiated for the host with host lambdas and for the device with device ones
+#endif
+template <typename T, typename Visit>
+MINIDET_HOST_DEVICE inline void for_each_bin_sample(const RotatedFrame<T>& f, const RotatedGeometry& g, int64_t p,
+                                                    int64_t q, Visit&& visit) {
+  for (int64_t iy = 0; iy < f.grid_h; ++iy)
+    for (int64_t ix = 0; ix < f.grid_w; ++ix) {
+      T y, x;
+      rotated_sample(f, p * f.grid_h + iy, q * f.grid_w + ix, &y, &x);
+      visit(bilinear_sample(y, x, g.height, g.width));
+    }
 }
 
 void roi_align_rotated_forward_cpu(const Tensor& input, const Tensor& rois, const Tensor& output,

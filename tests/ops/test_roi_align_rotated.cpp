@@ -323,11 +323,11 @@ TEST_CASE("errors/roi_align_rotated: every bad input names the op and what was e
   CHECK_THROWS_CONTAINING(roi_align_rotated(x, rois_of({0, 2, 2, 3, 2, nan})), "finite");
   CHECK_THROWS_CONTAINING(roi_align_rotated(x, rois_of({0, inf, 2, 3, 2, 0})), "finite");
   CHECK_THROWS_CONTAINING(roi_align_rotated(x, rois, RoIAlignRotatedOptions(o).set_output_size(0, 2)),
-                          "roi_align_rotated: output size must be >= 1");
+                          "roi_align_rotated: expected output size >= 1");
   CHECK_THROWS_CONTAINING(roi_align_rotated(x, rois, RoIAlignRotatedOptions(o).set_spatial_scale(0)),
-                          "spatial_scale must be finite and > 0");
+                          "expected a finite spatial_scale > 0");
   CHECK_THROWS_CONTAINING(roi_align_rotated(x, rois, RoIAlignRotatedOptions(o).set_spatial_scale(inf)),
-                          "spatial_scale must be finite and > 0");
+                          "expected a finite spatial_scale > 0");
   CHECK_THROWS_CONTAINING(roi_align_rotated(zeros({3, 5, 5}, kFloat64), rois), "expected input (N, C, H, W)");
   CHECK_THROWS_CONTAINING(roi_align_rotated(zeros({2, 3, 5, 5}, kInt64), rois.to(kInt64)), "float32 or float64");
   CHECK_THROWS_CONTAINING(roi_align_rotated(zeros({0, 3, 5, 5}, kFloat64), rois), "in [0, 0)");
