@@ -33,11 +33,13 @@ struct RotatedFrame {
   T count;             // grid_h * grid_w, what a bin's sum is divided by
 };
 
-// Adaptive sampling: ceil(|size| / pooled), at least 1 so a zero-size box still samples its centre.
+// Adaptive sampling: ceil(|size| / pooled), at least 1 so a zero-size box still samples its centre. The
+// upper clamp only keeps the integer cast defined for absurd boxes (1e30 pixels); no real box reaches it.
 template <typename T>
 MINIDET_HOST_DEVICE inline int64_t adaptive_grid(T size, int64_t pooled) {
   const T cells = std::ceil(std::fabs(size) / static_cast<T>(pooled));
-  return cells >= T(1) ? static_cast<int64_t>(cells) : 1;
+  if (!(cells >= T(1))) return 1;
+  return cells < T(1 << 30) ? static_cast<int64_t>(cells) : int64_t(1) << 30;
 }
 
 template <typename T>
