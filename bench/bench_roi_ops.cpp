@@ -9,6 +9,10 @@
 // "fwd" runs under no-grad; "fwd+bwd" backpropagates a fixed random gradient to the features (the rois
 // are proposals: constant, as in training). "fwd+bwd det" is the same under DeterministicMode.
 // bench/roi_ops_torch.py times torchvision on the same rows and prints the ratio. Never asserted.
+// roi_pool is timed on the same boxes (7x7, no sampling); torchvision's roi_pool rounds the box to integers
+// where minidet's does not, so the two compute slightly different bins at the same cost. roi_align_rotated
+// gets the same boxes turned by an LCG angle in [-pi, pi); torchvision has no rotated RoIAlign (and mmcv is
+// not installed), so its rows are minidet's alone, with no ratio.
 //
 // To add an op: append a RoiOp to kOps (its name is the JSON "bench" field; the twin script uses the same).
 #include <cstdio>
@@ -20,6 +24,8 @@
 #include "core/deterministic.h"
 #include "core/factories.h"
 #include "ops/roi_align/roi_align.h"
+#include "ops/roi_align_rotated/roi_align_rotated.h"
+#include "ops/roi_pool/roi_pool.h"
 
 using namespace minidet;
 using bench::emit;
@@ -65,6 +71,19 @@ Tensor axis_aligned_rois(const Workload& wl) {
   return from_vector<float>(rows, {wl.rois, 5});
 }
 
+// (K, 6) rows (batch, cx, cy, w, h, angle): the axis-aligned boxes' centres and sizes, turned by a random angle.
+Tensor rotated_rois(const Workload& wl) {
+  const std::vector<float> boxes = axis_aligned_rois(wl).to_vector<float>();
+  Lcg lcg;
+  std::vector<float> rows;
+  for (int64_t k = 0; k < wl.rois; ++k) {
+    const float* b = &boxes[5 * k];
+    const double angle = (2 * lcg.next() - 1) * 3.14159265358979323846;
+    rows.insert(rows.end(), {b[0], (b[1] + b[3]) / 2, (b[2] + b[4]) / 2, b[3] - b[1], b[4] - b[2], float(angle)});
+  }
+  return from_vector<float>(rows, {wl.rois, 6});
+}
+
 struct RoiOp {
   std::string bench;
   std::function<Tensor(const Workload&)> make_rois;
@@ -76,6 +95,15 @@ const std::vector<RoiOp> kOps = {
      [](const Tensor& x, const Tensor& rois, const Workload& wl) {
        return roi_align(x, rois, RoIAlignOptions().set_output_size(wl.pooled).set_spatial_scale(wl.scale)
                                      .set_sampling_ratio(wl.sampling).set_aligned(true));
+     }},
+    {"roi_pool", axis_aligned_rois,
+     [](const Tensor& x, const Tensor& rois, const Workload& wl) {
+       return roi_pool(x, rois, {wl.pooled, wl.pooled}, wl.scale);
+     }},
+    {"roi_align_rotated", rotated_rois,
+     [](const Tensor& x, const Tensor& rois, const Workload& wl) {
+       return roi_align_rotated(x, rois, RoIAlignRotatedOptions().set_output_size(wl.pooled).set_spatial_scale(wl.scale)
+                                             .set_sampling_ratio(wl.sampling).set_aligned(true));
      }},
 };
 
@@ -104,14 +132,14 @@ const char* kPasses[3] = {"fwd", "fwd+bwd", "fwd+bwd det"};
 
 void time_all(const std::string& device_name, const Device& device,
               const std::function<double(const std::function<void()>&)>& time_ms) {
-  std::printf("%-12s %-34s %-12s %10s\n", "op", "workload", "pass", "median_ms");
+  std::printf("%-18s %-34s %-12s %10s\n", "op", "workload", "pass", "median_ms");
   for (const RoiOp& op : kOps) {
     for (const Workload& wl : kWorkloads) {
       Run run(op, wl, device);
       for (int pass = 0; pass < 3; ++pass) {
         DeterministicGuard deterministic(pass == 2);
         const double ms = time_ms([&] { pass ? run.forward_backward() : run.forward(); });
-        std::printf("%-12s %-34s %-12s %10.3f\n", op.bench.c_str(), wl.label().c_str(), kPasses[pass], ms);
+        std::printf("%-18s %-34s %-12s %10.3f\n", op.bench.c_str(), wl.label().c_str(), kPasses[pass], ms);
         emit(op.bench, device_name, wl.label(), kPasses[pass], ms);
       }
     }

@@ -56,6 +56,10 @@ def axis_aligned_rois(torch, wl):
 OPS = [
     ("roi_align", axis_aligned_rois,
      lambda ops, x, rois, wl: ops.roi_align(x, rois, wl[6], spatial_scale=wl[5], sampling_ratio=wl[7], aligned=True)),
+    # torchvision rounds the box before cutting bins, minidet does not: same work, slightly different bins.
+    ("roi_pool", axis_aligned_rois,
+     lambda ops, x, rois, wl: ops.roi_pool(x, rois, wl[6], spatial_scale=wl[5])),
+    # roi_align_rotated: torchvision has none (and mmcv is not installed): bench_roi_ops times minidet alone.
 ]
 
 
