@@ -60,4 +60,11 @@ void check_rois(const char* op, const Tensor& input, const Tensor& rois_any, int
   }
 }
 
+void check_roi_pooling(const char* op, int64_t pooled_h, int64_t pooled_w, double spatial_scale) {
+  MINIDET_CHECK(pooled_h >= 1 && pooled_w >= 1, op, ": expected output size >= 1, got (", pooled_h, ", ", pooled_w,
+                ")");
+  MINIDET_CHECK(std::isfinite(spatial_scale) && spatial_scale > 0, op, ": expected a finite spatial_scale > 0, got ",
+                spatial_scale);
+}
+
 }  // namespace minidet::ops

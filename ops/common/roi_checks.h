@@ -21,6 +21,8 @@ namespace minidet::ops {
 
 void check_roi_input(const char* op, const Tensor& input);
 void check_rois(const char* op, const Tensor& input, const Tensor& rois, int64_t columns);
+// The pooling arguments every RoI op takes: output size >= 1 on both axes, spatial_scale finite and > 0.
+void check_roi_pooling(const char* op, int64_t pooled_h, int64_t pooled_w, double spatial_scale);
 
 namespace detail {
 // Index of the first row of contiguous CUDA rois (K, columns) with a non-finite coordinate or a batch index

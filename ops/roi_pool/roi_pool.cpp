@@ -1,6 +1,4 @@
 // roi_pool: validation, the autograd record (saves rois and the argmax, not the input), device switch.
-#include <cmath>
-
 #include "autograd/function.h"
 #include "core/deterministic.h"
 #include "core/factories.h"
@@ -17,10 +15,7 @@ using ops::detail::RoIPoolGeometry;
 RoIPoolGeometry make_geometry(const Tensor& input, const Tensor& rois, std::array<int64_t, 2> output_size,
                               double spatial_scale) {
   ops::check_roi_input(kOp, input);
-  MINIDET_CHECK(output_size[0] >= 1 && output_size[1] >= 1, kOp, ": output size must be >= 1, got (",
-                output_size[0], ", ", output_size[1], ")");
-  MINIDET_CHECK(std::isfinite(spatial_scale) && spatial_scale > 0, kOp,
-                ": spatial_scale must be finite and > 0, got ", spatial_scale);
+  ops::check_roi_pooling(kOp, output_size[0], output_size[1], spatial_scale);
   ops::check_rois(kOp, input, rois, 5);
   RoIPoolGeometry g;
   g.num_rois = rois.size(0);

@@ -271,11 +271,11 @@ TEST_CASE("errors/roi_pool: every bad input names the op and what was expected")
   CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({-1, 0, 0, 2, 2}, {1, 5}), {2, 2}, 1.0), "in [0, 2)");
   CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({0, 0, nan, 2, 2}, {1, 5}), {2, 2}, 1.0), "finite");
   CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({0, 0, 0, inf, 2}, {1, 5}), {2, 2}, 1.0), "finite");
-  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {0, 2}, 1.0), "roi_pool: output size must be >= 1");
-  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, -1}, 1.0), "output size must be >= 1");
-  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, 2}, 0.0), "spatial_scale must be finite and > 0");
-  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, 2}, -0.25), "spatial_scale must be finite and > 0");
-  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, 2}, nan), "spatial_scale must be finite and > 0");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {0, 2}, 1.0), "roi_pool: expected output size >= 1");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, -1}, 1.0), "expected output size >= 1");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, 2}, 0.0), "expected a finite spatial_scale > 0");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, 2}, -0.25), "expected a finite spatial_scale > 0");
+  CHECK_THROWS_CONTAINING(roi_pool(x, rois, {2, 2}, nan), "expected a finite spatial_scale > 0");
   CHECK_THROWS_CONTAINING(roi_pool(zeros({3, 5, 5}, kFloat64), rois, {2, 2}, 1.0), "roi_pool: expected input (N, C, H, W)");
   CHECK_THROWS_CONTAINING(roi_pool(zeros({1, 3, 5, 5}, kInt64), rois.to(kInt64), {2, 2}, 1.0), "float32 or float64");
   CHECK_THROWS_CONTAINING(roi_pool(Tensor(), rois, {2, 2}, 1.0), "undefined");

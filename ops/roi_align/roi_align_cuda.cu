@@ -1,0 +1,220 @@
+// CUDA RoIAlign: forward, the atomic input-gradient backward, and the RoI-coordinate gradient.
+//
+// Why channel-last. The geometry of a sample (where it sits, its weights) is the same for all C channels,
+// and C is large (256 in a detector's box head). So one thread per output element, with the element index
+// split as (RoI, bin, channel) and the CHANNEL FASTEST: the 32 lanes of a warp are 32 channels of one bin.
+// They compute the same geometry in lockstep (one instruction stream, 32 channels served), and they read and
+// write the 32 channels of the same pixel. In the usual NCHW layout those 32 values are H*W apart, 32
+// memory transactions; in NHWC (channel last) they are 32 consecutive values, ONE 128-byte transaction.
+//   forward:   input NCHW -> NHWC once (a tiled transpose, ~2 passes over the input), then every bilinear
+//              read is a coalesced warp read.
+//   backward:  the atomicAdd scatter goes into an NHWC gradient buffer, so each warp-wide atomic covers one
+//              128-byte line instead of 32 scattered addresses (torchvision's layout), then NHWC -> NCHW.
+// Zero-weight neighbours are skipped (a sample on a pixel line, the duplicated border neighbours).
+// DeterministicMode replaces the atomics by a sorted, fixed-order gather (roi_align_cuda_sorted.cu).
+//
+// The RoI-coordinate gradient needs a sum over channels, bins and samples per RoI: one block per RoI, each
+// thread a fixed strided part of that sum, then a fixed-shape tree in shared memory. No atomics, so it is
+// deterministic in every mode.
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
+#include "core/cuda/launch.h"
+#include "core/factories.h"
+#include "ops/roi_align/roi_align_kernels.h"
+
+namespace minidet::ops::detail {
+namespace {
+
+constexpr int kTile = 32;  // transpose tile: kTile x kTile values through shared memory, kTile x 8 threads
+
+// out[b, s, r] = in[b, r, s] for (B, R, S) -> (B, S, R). Reads and writes are both coalesced: a warp reads
+// a row of the tile and writes a column of it, through shared memory (+1 column against bank conflicts).
+template <typename T>
+__global__ void transpose_kernel(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t col_tiles = (cols + kTile - 1) / kTile, row_tiles = (rows + kTile - 1) / kTile;
+  const int64_t tiles = batch * row_tiles * col_tiles;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t b = t / (row_tiles * col_tiles);
+    const int64_t r0 = (t / col_tiles) % row_tiles * kTile, c0 = t % col_tiles * kTile;
+    const T* src = in + b * rows * cols;
+    T* dst = out + b * rows * cols;
+    for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+      const int64_t r = r0 + i, c = c0 + threadIdx.x;
+      if (r < rows && c < cols) tile[i][threadIdx.x] = src[r * cols + c];
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+      const int64_t c = c0 + i, r = r0 + threadIdx.x;
+      if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][i];
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T>
+void transpose(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols) {
+  const int64_t tiles = batch * ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
+  if (tiles == 0) return;
+  transpose_kernel<T><<<cuda::blocks_for(tiles, 1), dim3(kTile, 8), 0, cuda::current_stream()>>>(in, out, batch,
+                                                                                                   rows, cols);
+  MINIDET_CUDA_LAUNCH_CHECK("transpose_kernel");
+}
+
+// Output element i as (RoI k, bin, channel c), channel fastest (see the top of the file).
+struct ChannelLastIndex {
+  int64_t k, bin, c;
+};
+__device__ inline ChannelLastIndex split_channel_last(int64_t i, const RoiAlignGeometry& g) {
+  return {i / (g.channels * g.bins()), (i / g.channels) % g.bins(), i % g.channels};
+}
+
+template <typename T>
+__global__ void forward_kernel(int64_t n, const T* input_nhwc, const T* rois, T* output, int64_t* argmax,
+                               RoiAlignGeometry g) {
+  MINIDET_KERNEL_LOOP(i, n) {
+    const ChannelLastIndex e = split_channel_last(i, g);
+    const RoiBox<T> box = roi_box(rois + e.k * 5, g);
+    const int64_t p = e.bin / g.pooled_w, q = e.bin % g.pooled_w, count = box.count();
+    // Pixel `offset` of this image and channel is features[offset * C]: NHWC.
+    const T* features = input_nhwc + box.batch * g.height * g.width * g.channels + e.c;
+    T result = 0;
+    int64_t best_index = 0;
+    for (int64_t s = 0; s < count; ++s) {
+      const BilinearSample<T> w = roi_sample(box, p, q, s, g).bilinear;
+      T v = 0;
+      if (w.inside)
+        v = w.weight[0] * features[w.offset[0] * g.channels] + w.weight[1] * features[w.offset[1] * g.channels] +
+            w.weight[2] * features[w.offset[2] * g.channels] + w.weight[3] * features[w.offset[3] * g.channels];
+      if (!g.max_mode) {
+        result += v;
+      } else if (s == 0 || max_sample_wins(v, result)) {
+        result = v;
+        best_index = s;
+      }
+    }
+    const int64_t out = (e.k * g.channels + e.c) * g.bins() + e.bin;  // NCHW-style (K, C, ph, pw)
+    if (g.max_mode) {
+      output[out] = result;
+      argmax[out] = best_index;
+    } else {
+      output[out] = result / T(count);
+    }
+  }
+}
+
+template <typename T>
+__global__ void backward_input_atomic_kernel(int64_t n, const T* grad_output, const T* rois, const int64_t* argmax,
+                                             T* grad_nhwc, RoiAlignGeometry g) {
+  MINIDET_KERNEL_LOOP(i, n) {
+    const ChannelLastIndex e = split_channel_last(i, g);
+    const RoiBox<T> box = roi_box(rois + e.k * 5, g);
+    const int64_t p = e.bin / g.pooled_w, q = e.bin % g.pooled_w, count = box.count();
+    const int64_t out = (e.k * g.channels + e.c) * g.bins() + e.bin;
+    const int64_t first = g.max_mode ? argmax[out] : 0, last = g.max_mode ? first + 1 : count;
+    const T share = g.max_mode ? grad_output[out] : grad_output[out] / T(count);
+    T* dst = grad_nhwc + box.batch * g.height * g.width * g.channels + e.c;
+    for (int64_t s = first; s < last; ++s) {
+      const BilinearSample<T> w = roi_sample(box, p, q, s, g).bilinear;
+      if (!w.inside) continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (w.weight[j] != T(0)) atomicAdd(dst + w.offset[j] * g.channels, share * w.weight[j]);
+    }
+  }
+}
+
+constexpr int kRoiGradThreads = 256;
+
+template <typename T>
+__global__ void backward_rois_kernel(const T* grad_output, const T* input, const T* rois, const int64_t* argmax,
+                                     T* grad_rois, RoiAlignGeometry g) {
+  __shared__ T partial[4][kRoiGradThreads];
+  const int64_t plane = g.height * g.width, bins = g.bins();
+  const T scale = T(g.spatial_scale);
+  for (int64_t k = blockIdx.x; k < g.rois; k += gridDim.x) {
+    const RoiBox<T> box = roi_box(rois + k * 5, g);
+    const int64_t per_bin = g.max_mode ? 1 : box.count();
+    const int64_t items = g.channels * bins * per_bin;  // (channel, bin, counted sample)
+    T box_grad[4] = {0, 0, 0, 0};
+    for (int64_t item = threadIdx.x; item < items; item += blockDim.x) {
+      const int64_t c = item / (bins * per_bin), bin = (item / per_bin) % bins;
+      const int64_t out = (k * g.channels + c) * bins + bin;
+      const int64_t s = g.max_mode ? argmax[out] : item % per_bin;
+      const T share = g.max_mode ? grad_output[out] : grad_output[out] / T(box.count());
+      const RoiSample<T> sample = roi_sample(box, bin / g.pooled_w, bin % g.pooled_w, s, g);
+      const BilinearSample<T>& w = sample.bilinear;
+      if (!w.inside) continue;
+      const T* features = input + (box.batch * g.channels + c) * plane;
+      T dv_dy = 0, dv_dx = 0;
+      for (int j = 0; j < 4; ++j) {
+        dv_dy += w.dweight_dy[j] * features[w.offset[j]];
+        dv_dx += w.dweight_dx[j] * features[w.offset[j]];
+      }
+      add_box_gradient(box, sample, dv_dy, dv_dx, share, scale, box_grad);
+    }
+    for (int j = 0; j < 4; ++j) partial[j][threadIdx.x] = box_grad[j];
+    __syncthreads();
+    for (int half = kRoiGradThreads / 2; half > 0; half /= 2) {  // fixed tree: same bits every run
+      if (threadIdx.x < half)
+        for (int j = 0; j < 4; ++j) partial[j][threadIdx.x] += partial[j][threadIdx.x + half];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      grad_rois[k * 5] = T(0);
+      for (int j = 0; j < 4; ++j) grad_rois[k * 5 + 1 + j] = partial[j][0];
+    }
+    __syncthreads();  // `partial` is reused by the next RoI
+  }
+}
+
+}  // namespace
+
+void roi_align_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor& output, const Tensor& argmax,
+                            const RoiAlignGeometry& g) {
+  cuda::DeviceGuard guard(input.device());
+  const int64_t n = output.numel();
+  if (n == 0) return;
+  Tensor input_nhwc = empty({g.batch, g.height, g.width, g.channels}, input.options());
+  MINIDET_DISPATCH_FLOATING(input.dtype(), "roi_align", [&] {
+    transpose(input.data<scalar_t>(), input_nhwc.data<scalar_t>(), g.batch, g.channels, g.height * g.width);
+    forward_kernel<scalar_t><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+        n, input_nhwc.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(),
+        argmax.defined() ? argmax.data<int64_t>() : nullptr, g);
+    MINIDET_CUDA_LAUNCH_CHECK("roi_align forward_kernel");
+  });
+}
+
+void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
+                                   const Tensor& grad_input, const RoiAlignGeometry& g) {
+  cuda::DeviceGuard guard(grad_input.device());
+  if (grad_input.numel() == 0) return;
+  const int64_t n = grad_output.numel();
+  if (n == 0) {
+    grad_input.zero_();
+    return;
+  }
+  Tensor grad_nhwc = zeros({g.batch, g.height, g.width, g.channels}, grad_input.options());
+  MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_align", [&] {
+    backward_input_atomic_kernel<scalar_t>
+        <<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+            n, grad_output.data<scalar_t>(), rois.data<scalar_t>(),
+            argmax.defined() ? argmax.data<int64_t>() : nullptr, grad_nhwc.data<scalar_t>(), g);
+    MINIDET_CUDA_LAUNCH_CHECK("roi_align backward_input_atomic_kernel");
+    transpose(grad_nhwc.data<scalar_t>(), grad_input.data<scalar_t>(), g.batch, g.height * g.width, g.channels);
+  });
+}
+
+void roi_align_backward_rois_cuda(const Tensor& grad_output, const Tensor& input, const Tensor& rois,
+                                  const Tensor& argmax, const Tensor& grad_rois, const RoiAlignGeometry& g) {
+  cuda::DeviceGuard guard(grad_rois.device());
+  if (g.rois == 0) return;
+  MINIDET_DISPATCH_FLOATING(grad_rois.dtype(), "roi_align", [&] {
+    backward_rois_kernel<scalar_t><<<cuda::blocks_for(g.rois, 1), kRoiGradThreads, 0, cuda::current_stream()>>>(
+        grad_output.data<scalar_t>(), input.data<scalar_t>(), rois.data<scalar_t>(),
+        argmax.defined() ? argmax.data<int64_t>() : nullptr, grad_rois.data<scalar_t>(), g);
+    MINIDET_CUDA_LAUNCH_CHECK("roi_align backward_rois_kernel");
+  });
+}
+
+}  // namespace minidet::ops::detail
