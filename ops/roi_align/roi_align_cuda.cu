@@ -61,65 +61,85 @@ void transpose(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols) {
   MINIDET_CUDA_LAUNCH_CHECK("transpose_kernel");
 }
 
-// Output element i as (RoI k, bin, channel c), channel fastest (see the top of the file).
+// Output element i as (RoI k, bin, channel c), channel fastest (see the top of the file). Index is int32_t
+// when the output has fewer than 2^31 elements (the usual case: 64-bit division costs several times more),
+// int64_t otherwise; addresses into the input are always computed in 64 bits.
+template <typename Index>
 struct ChannelLastIndex {
-  int64_t k, bin, c;
+  Index k, bin, c;
 };
-__device__ inline ChannelLastIndex split_channel_last(int64_t i, const RoiAlignGeometry& g) {
-  return {i / (g.channels * g.bins()), (i / g.channels) % g.bins(), i % g.channels};
+template <typename Index>
+__device__ inline ChannelLastIndex<Index> split_channel_last(Index i, Index channels, Index bins) {
+  const Index rest = i / channels, k = rest / bins;
+  return {k, rest - k * bins, i - rest * channels};
 }
 
-template <typename T>
-__global__ void forward_kernel(int64_t n, const T* input_nhwc, const T* rois, T* output, int64_t* argmax,
+template <typename T, typename Index>
+__global__ void forward_kernel(Index n, const T* input_nhwc, const T* rois, T* output, int64_t* argmax,
                                RoiAlignGeometry g) {
-  MINIDET_KERNEL_LOOP(i, n) {
-    const ChannelLastIndex e = split_channel_last(i, g);
-    const RoiBox<T> box = roi_box(rois + e.k * 5, g);
-    const int64_t p = e.bin / g.pooled_w, q = e.bin % g.pooled_w, count = box.count();
+  const Index channels = Index(g.channels), bins = Index(g.bins()), pooled_w = Index(g.pooled_w);
+  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += Index(blockDim.x) * gridDim.x) {
+    const ChannelLastIndex<Index> e = split_channel_last(i, channels, bins);
+    const RoiBox<T> box = roi_box(rois + int64_t(e.k) * 5, g);
+    const Index p = e.bin / pooled_w, q = e.bin - p * pooled_w;
     // Pixel `offset` of this image and channel is features[offset * C]: NHWC.
     const T* features = input_nhwc + box.batch * g.height * g.width * g.channels + e.c;
     T result = 0;
-    int64_t best_index = 0;
-    for (int64_t s = 0; s < count; ++s) {
-      const BilinearSample<T> w = roi_sample(box, p, q, s, g).bilinear;
-      T v = 0;
-      if (w.inside)
-        v = w.weight[0] * features[w.offset[0] * g.channels] + w.weight[1] * features[w.offset[1] * g.channels] +
-            w.weight[2] * features[w.offset[2] * g.channels] + w.weight[3] * features[w.offset[3] * g.channels];
-      if (!g.max_mode) {
-        result += v;
-      } else if (s == 0 || max_sample_wins(v, result)) {
-        result = v;
-        best_index = s;
+    int64_t best_index = 0, s = 0;
+    for (int64_t iy = 0; iy < box.grid_h; ++iy) {
+      for (int64_t ix = 0; ix < box.grid_w; ++ix, ++s) {
+        const BilinearSample<T> w = roi_sample_at(box, p, q, iy, ix, g).bilinear;
+        T v = 0;
+        if (w.inside)
+          v = w.weight[0] * features[w.offset[0] * g.channels] + w.weight[1] * features[w.offset[1] * g.channels] +
+              w.weight[2] * features[w.offset[2] * g.channels] + w.weight[3] * features[w.offset[3] * g.channels];
+        if (!g.max_mode) {
+          result += v;
+        } else if (s == 0 || max_sample_wins(v, result)) {
+          result = v;
+          best_index = s;
+        }
       }
     }
-    const int64_t out = (e.k * g.channels + e.c) * g.bins() + e.bin;  // NCHW-style (K, C, ph, pw)
+    const int64_t out = (int64_t(e.k) * g.channels + e.c) * g.bins() + e.bin;  // (K, C, ph, pw)
     if (g.max_mode) {
       output[out] = result;
       argmax[out] = best_index;
     } else {
-      output[out] = result / T(count);
+      output[out] = result / T(box.count());
     }
   }
 }
 
+// Adds share * w_j to the four neighbours of one sample; zero weights (a sample on a pixel line, the
+// duplicated neighbours at the border) are skipped.
 template <typename T>
-__global__ void backward_input_atomic_kernel(int64_t n, const T* grad_output, const T* rois, const int64_t* argmax,
-                                             T* grad_nhwc, RoiAlignGeometry g) {
-  MINIDET_KERNEL_LOOP(i, n) {
-    const ChannelLastIndex e = split_channel_last(i, g);
-    const RoiBox<T> box = roi_box(rois + e.k * 5, g);
-    const int64_t p = e.bin / g.pooled_w, q = e.bin % g.pooled_w, count = box.count();
-    const int64_t out = (e.k * g.channels + e.c) * g.bins() + e.bin;
-    const int64_t first = g.max_mode ? argmax[out] : 0, last = g.max_mode ? first + 1 : count;
-    const T share = g.max_mode ? grad_output[out] : grad_output[out] / T(count);
-    T* dst = grad_nhwc + box.batch * g.height * g.width * g.channels + e.c;
-    for (int64_t s = first; s < last; ++s) {
-      const BilinearSample<T> w = roi_sample(box, p, q, s, g).bilinear;
-      if (!w.inside) continue;
+__device__ inline void scatter_sample(const RoiBox<T>& box, int64_t p, int64_t q, int64_t iy, int64_t ix, T share,
+                                      T* dst, const RoiAlignGeometry& g) {
+  const BilinearSample<T> w = roi_sample_at(box, p, q, iy, ix, g).bilinear;
+  if (!w.inside) return;
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (w.weight[j] != T(0)) atomicAdd(dst + w.offset[j] * g.channels, share * w.weight[j]);
+  for (int j = 0; j < 4; ++j)
+    if (w.weight[j] != T(0)) atomicAdd(dst + w.offset[j] * g.channels, share * w.weight[j]);
+}
+
+template <typename T, typename Index>
+__global__ void backward_input_atomic_kernel(Index n, const T* grad_output, const T* rois, const int64_t* argmax,
+                                             T* grad_nhwc, RoiAlignGeometry g) {
+  const Index channels = Index(g.channels), bins = Index(g.bins()), pooled_w = Index(g.pooled_w);
+  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += Index(blockDim.x) * gridDim.x) {
+    const ChannelLastIndex<Index> e = split_channel_last(i, channels, bins);
+    const RoiBox<T> box = roi_box(rois + int64_t(e.k) * 5, g);
+    const Index p = e.bin / pooled_w, q = e.bin - p * pooled_w;
+    const int64_t out = (int64_t(e.k) * g.channels + e.c) * g.bins() + e.bin;
+    T* dst = grad_nhwc + box.batch * g.height * g.width * g.channels + e.c;
+    if (g.max_mode) {  // only the winning sample, with the whole gradient
+      const int64_t s = argmax[out];
+      scatter_sample(box, p, q, s / box.grid_w, s % box.grid_w, grad_output[out], dst, g);
+    } else {  // every sample, with gradient / count
+      const T share = grad_output[out] / T(box.count());
+      for (int64_t iy = 0; iy < box.grid_h; ++iy)
+        for (int64_t ix = 0; ix < box.grid_w; ++ix) scatter_sample(box, p, q, iy, ix, share, dst, g);
     }
   }
 }
@@ -168,6 +188,9 @@ __global__ void backward_rois_kernel(const T* grad_output, const T* input, const
   }
 }
 
+// The grid-stride loop adds at most one grid (65535 * 256 < 2^24) past n, so n below 2^31 - 2^24 is safe.
+bool fits_int32(int64_t n) { return n < (int64_t(1) << 31) - (int64_t(1) << 24); }
+
 }  // namespace
 
 void roi_align_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor& output, const Tensor& argmax,
@@ -178,9 +201,13 @@ void roi_align_forward_cuda(const Tensor& input, const Tensor& rois, const Tenso
   Tensor input_nhwc = empty({g.batch, g.height, g.width, g.channels}, input.options());
   MINIDET_DISPATCH_FLOATING(input.dtype(), "roi_align", [&] {
     transpose(input.data<scalar_t>(), input_nhwc.data<scalar_t>(), g.batch, g.channels, g.height * g.width);
-    forward_kernel<scalar_t><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-        n, input_nhwc.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(),
-        argmax.defined() ? argmax.data<int64_t>() : nullptr, g);
+    const auto launch = [&](auto index) {
+      using Index = decltype(index);
+      forward_kernel<scalar_t, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+          Index(n), input_nhwc.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(),
+          argmax.defined() ? argmax.data<int64_t>() : nullptr, g);
+    };
+    if (fits_int32(n)) launch(int32_t()); else launch(int64_t());
     MINIDET_CUDA_LAUNCH_CHECK("roi_align forward_kernel");
   });
 }
@@ -196,10 +223,14 @@ void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois
   }
   Tensor grad_nhwc = zeros({g.batch, g.height, g.width, g.channels}, grad_input.options());
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_align", [&] {
-    backward_input_atomic_kernel<scalar_t>
-        <<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-            n, grad_output.data<scalar_t>(), rois.data<scalar_t>(),
-            argmax.defined() ? argmax.data<int64_t>() : nullptr, grad_nhwc.data<scalar_t>(), g);
+    const auto launch = [&](auto index) {
+      using Index = decltype(index);
+      backward_input_atomic_kernel<scalar_t, Index>
+          <<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+              Index(n), grad_output.data<scalar_t>(), rois.data<scalar_t>(),
+              argmax.defined() ? argmax.data<int64_t>() : nullptr, grad_nhwc.data<scalar_t>(), g);
+    };
+    if (fits_int32(n)) launch(int32_t()); else launch(int64_t());
     MINIDET_CUDA_LAUNCH_CHECK("roi_align backward_input_atomic_kernel");
     transpose(grad_nhwc.data<scalar_t>(), grad_input.data<scalar_t>(), g.batch, g.height * g.width, g.channels);
   });

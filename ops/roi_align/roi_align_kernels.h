@@ -68,14 +68,15 @@ MINIDET_HOST_DEVICE inline RoiBox<T> roi_box(const T* roi, const RoiAlignGeometr
   return b;
 }
 
-// Fractional position a in [0, 1] of sample i (of `grid`) in bin `bin` (of `pooled`) along one axis.
+// Fractional position a in [0, 1] of sample i (of `grid`) in bin `bin` (of `pooled`) along one axis:
+// (bin + (i + 0.5) / grid) / pooled, written with one division (the integer product is exact).
 template <typename T>
 MINIDET_HOST_DEVICE inline T sample_fraction(int64_t bin, int64_t i, int64_t grid, int64_t pooled) {
-  return (T(bin) + (T(i) + T(0.5)) / T(grid)) / T(pooled);
+  return (T(bin * grid + i) + T(0.5)) / T(pooled * grid);
 }
 
-// Sample `s` (row-major in the bin's grid_h x grid_w grid) of bin (p, q): its bilinear neighbours and weights,
-// and the fractions a_y, a_x that the box gradient needs.
+// Sample (iy, ix) of bin (p, q): its bilinear neighbours and weights, and the fractions a_y, a_x that the
+// box gradient needs. roi_sample numbers the samples row-major in the bin, s = iy * grid_w + ix.
 template <typename T>
 struct RoiSample {
   BilinearSample<T> bilinear;
@@ -83,13 +84,19 @@ struct RoiSample {
 };
 
 template <typename T>
-MINIDET_HOST_DEVICE inline RoiSample<T> roi_sample(const RoiBox<T>& b, int64_t p, int64_t q, int64_t s,
-                                                   const RoiAlignGeometry& g) {
+MINIDET_HOST_DEVICE inline RoiSample<T> roi_sample_at(const RoiBox<T>& b, int64_t p, int64_t q, int64_t iy,
+                                                      int64_t ix, const RoiAlignGeometry& g) {
   RoiSample<T> r;
-  r.a_y = sample_fraction<T>(p, s / b.grid_w, b.grid_h, g.pooled_h);
-  r.a_x = sample_fraction<T>(q, s % b.grid_w, b.grid_w, g.pooled_w);
+  r.a_y = sample_fraction<T>(p, iy, b.grid_h, g.pooled_h);
+  r.a_x = sample_fraction<T>(q, ix, b.grid_w, g.pooled_w);
   r.bilinear = bilinear_sample<T>(b.start_y + r.a_y * b.roi_h, b.start_x + r.a_x * b.roi_w, g.height, g.width);
   return r;
+}
+
+template <typename T>
+MINIDET_HOST_DEVICE inline RoiSample<T> roi_sample(const RoiBox<T>& b, int64_t p, int64_t q, int64_t s,
+                                                   const RoiAlignGeometry& g) {
+  return roi_sample_at(b, p, q, s / b.grid_w, s % b.grid_w, g);
 }
 
 // The max-mode comparison, identical on CPU and CUDA: strictly greater wins (the first of equal samples
