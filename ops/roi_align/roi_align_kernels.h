@@ -25,6 +25,25 @@ struct RoiAlignGeometry {
   MINIDET_HOST_DEVICE int64_t bins() const { return pooled_h * pooled_w; }
 };
 
+// A product that is never fused with a following addition. nvcc fuses a*b + c into one FMA by default, the
+// host compiler (no -march) does not; in the sample positions that would move a sample by one ulp between
+// CPU and GPU, and a sample that sits that close to a pixel line would switch neighbours and change the box
+// gradient's dv/dy. With the products pinned, CPU and GPU place every sample at the same bits.
+MINIDET_HOST_DEVICE inline float unfused_mul(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+MINIDET_HOST_DEVICE inline double unfused_mul(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
 // One RoI in feature pixels (roi_align.h): where the box starts, how large it is, how many samples a bin
 // has along each axis, and how the size moves with the box's far corner (0 where the legacy clamp holds).
 template <typename T>
@@ -48,8 +67,8 @@ MINIDET_HOST_DEVICE inline RoiBox<T> roi_box(const T* roi, const RoiAlignGeometr
   RoiBox<T> b;
   const T scale = T(g.spatial_scale), offset = g.aligned ? T(0.5) : T(0);
   b.batch = static_cast<int64_t>(roi[0]);
-  b.start_x = roi[1] * scale - offset;
-  b.start_y = roi[2] * scale - offset;
+  b.start_x = unfused_mul(roi[1], scale) - offset;
+  b.start_y = unfused_mul(roi[2], scale) - offset;
   b.roi_w = (roi[3] - roi[1]) * scale;
   b.roi_h = (roi[4] - roi[2]) * scale;
   b.w_moves = b.h_moves = true;
@@ -89,7 +108,8 @@ MINIDET_HOST_DEVICE inline RoiSample<T> roi_sample_at(const RoiBox<T>& b, int64_
   RoiSample<T> r;
   r.a_y = sample_fraction<T>(p, iy, b.grid_h, g.pooled_h);
   r.a_x = sample_fraction<T>(q, ix, b.grid_w, g.pooled_w);
-  r.bilinear = bilinear_sample<T>(b.start_y + r.a_y * b.roi_h, b.start_x + r.a_x * b.roi_w, g.height, g.width);
+  r.bilinear = bilinear_sample<T>(b.start_y + unfused_mul(r.a_y, b.roi_h), b.start_x + unfused_mul(r.a_x, b.roi_w),
+                                  g.height, g.width);
   return r;
 }
 
