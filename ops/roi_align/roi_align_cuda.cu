@@ -119,7 +119,7 @@ __global__ void forward_kernel(Index n, const T* input_nhwc, const T* rois, T* o
           // Same expression and order as the CPU's bilinear_interpolate; outside samples read 0.
           const T v = w.inside ? w.weight[0] * f0[d] + w.weight[1] * f1[d] + w.weight[2] * f2[d] + w.weight[3] * f3[d]
                                : T(0);
-          if (!kMax) {
+          if constexpr (!kMax) {
             result[j] += v;
           } else if (s == 0 || max_sample_wins(v, result[j])) {
             result[j] = v;
@@ -133,7 +133,7 @@ __global__ void forward_kernel(Index n, const T* input_nhwc, const T* rois, T* o
       const int64_t c = c0 + kLanes * j;
       if (c >= g.channels) continue;
       const int64_t out = (int64_t(e.k) * g.channels + c) * g.bins() + e.bin;  // (K, C, ph, pw)
-      if (kMax) {
+      if constexpr (kMax) {
         output[out] = result[j];
         argmax[out] = best[j];
       } else {
@@ -143,7 +143,7 @@ __global__ void forward_kernel(Index n, const T* input_nhwc, const T* rois, T* o
   }
 }
 
-template <typename T, typename Index>
+template <typename T, typename Index, bool kMax>
 __global__ void backward_input_atomic_kernel(Index n, const T* grad_output, const T* rois, const int64_t* argmax,
                                              T* grad_nhwc, RoiAlignGeometry g) {
   const Index slabs = Index(channel_slabs(g.channels)), bins = Index(g.bins()), pooled_w = Index(g.pooled_w);
@@ -154,7 +154,7 @@ __global__ void backward_input_atomic_kernel(Index n, const T* grad_output, cons
     const int64_t c0 = int64_t(e.slab) * kChannelsPerSlab + e.lane;
     const int64_t first_out = (int64_t(e.k) * g.channels + c0) * g.bins() + e.bin;  // channel c0 + 32 j: + 32 j bins
     T* dst = grad_nhwc + box.batch * g.height * g.width * g.channels + c0;
-    if (g.max_mode) {
+    if constexpr (kMax) {
       // Only the winning sample, with the whole gradient; each channel has its own winner.
 #pragma unroll
       for (int j = 0; j < kChannelsPerLane; ++j) {
@@ -166,25 +166,26 @@ __global__ void backward_input_atomic_kernel(Index n, const T* grad_output, cons
           if (w.weight[corner] != T(0))
             atomicAdd(dst + w.offset[corner] * g.channels + kLanes * j, grad_output[out] * w.weight[corner]);
       }
-      continue;
-    }
-    // avg: every sample hands gradient / count to its four neighbours, for each of the thread's channels.
-    T share[kChannelsPerLane];
+    } else {
+      // avg: every sample hands gradient / count to its four neighbours, for each of the thread's channels.
+      T share[kChannelsPerLane];
 #pragma unroll
-    for (int j = 0; j < kChannelsPerLane; ++j)
-      share[j] = c0 + kLanes * j < g.channels ? grad_output[first_out + int64_t(kLanes) * j * g.bins()] / T(box.count())
-                                              : T(0);
-    for (int64_t iy = 0; iy < box.grid_h; ++iy) {
-      for (int64_t ix = 0; ix < box.grid_w; ++ix) {
-        const BilinearSample<T> w = roi_sample_at(box, p, q, iy, ix, g).bilinear;
-        if (!w.inside) continue;
-        for (int corner = 0; corner < 4; ++corner) {
-          // Zero weights (a sample on a pixel line, the duplicated neighbours at the border) add nothing.
-          if (w.weight[corner] == T(0)) continue;
-          T* pixel = dst + w.offset[corner] * g.channels;
+      for (int j = 0; j < kChannelsPerLane; ++j)
+        share[j] = c0 + kLanes * j < g.channels
+                       ? grad_output[first_out + int64_t(kLanes) * j * g.bins()] / T(box.count())
+                       : T(0);
+      for (int64_t iy = 0; iy < box.grid_h; ++iy) {
+        for (int64_t ix = 0; ix < box.grid_w; ++ix) {
+          const BilinearSample<T> w = roi_sample_at(box, p, q, iy, ix, g).bilinear;
+          if (!w.inside) continue;
+          for (int corner = 0; corner < 4; ++corner) {
+            // Zero weights (a sample on a pixel line, the duplicated neighbours at the border) add nothing.
+            if (w.weight[corner] == T(0)) continue;
+            T* pixel = dst + w.offset[corner] * g.channels;
 #pragma unroll
-          for (int j = 0; j < kChannelsPerLane; ++j)
-            if (c0 + kLanes * j < g.channels) atomicAdd(pixel + kLanes * j, share[j] * w.weight[corner]);
+            for (int j = 0; j < kChannelsPerLane; ++j)
+              if (c0 + kLanes * j < g.channels) atomicAdd(pixel + kLanes * j, share[j] * w.weight[corner]);
+          }
         }
       }
     }
@@ -273,8 +274,9 @@ void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_align", [&] {
     const auto launch = [&](auto index) {
       using Index = decltype(index);
-      backward_input_atomic_kernel<scalar_t, Index>
-          <<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+      const auto kernel = g.max_mode ? backward_input_atomic_kernel<scalar_t, Index, true>
+                                     : backward_input_atomic_kernel<scalar_t, Index, false>;
+      kernel<<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
               Index(n), grad_output.data<scalar_t>(), rois.data<scalar_t>(),
               argmax.defined() ? argmax.data<int64_t>() : nullptr, grad_nhwc.data<scalar_t>(), g);
     };
