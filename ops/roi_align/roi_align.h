@@ -49,10 +49,13 @@
 //     aligned = false the legacy clamp makes roi_w = 1.
 //   - No NaN is ever produced from finite inputs; NaN or Inf coordinates and bad batch indices are errors.
 //
-// Kernels: CPU precomputes every sample's neighbours, weights and weight derivatives once per RoI (shared by
-// all channels), OpenMP over (RoI, channel) in forward and over (image, channel) planes in backward, so no
-// two threads write one element. CUDA: see roi_align_cuda.cu (channel-last reads and atomics, a sorted
-// fixed-order path under DeterministicMode). float32 and float64; the input may be non-contiguous.
+// Kernels: CPU precomputes every sample's neighbours, weights and weight derivatives once per chunk of RoIs
+// (shared by all channels), OpenMP over (RoI, channel) in forward and over (image, 8-channel block) in
+// backward, so no two threads write one element. CUDA (roi_align_cuda.cu): channel-last (NHWC) reads and
+// atomics, a warp = 32 channels of one bin sharing one geometry computation; under DeterministicMode a
+// sorted fixed-order gather replaces the atomics (roi_align_cuda_sorted.cu). The box gradient never uses
+// atomics. The only host synchronisation is the RoI value check (ops/common/roi_checks.h), plus one in
+// deterministic mode with adaptive sampling. float32 and float64; the input may be non-contiguous.
 #pragma once
 
 #include <cstdint>

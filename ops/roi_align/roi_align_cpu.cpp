@@ -4,9 +4,9 @@
 // neighbours, bilinear weights and weight derivatives (RoiSample), stored in one flat buffer. Then all
 // channels reuse that buffer, so the geometry costs 1/C of what recomputing it per output would.
 //   forward       parallel over (RoI, channel) pairs: each writes only its own output plane.
-//   grad input    parallel over (image, channel) planes: a thread owns one plane of the input gradient and
-//                 adds the chunk's RoIs of that image in RoI order. No atomics, no races, and the sums run
-//                 in one fixed order, so the result is deterministic.
+//   grad input    parallel over (image, block of 8 channels): a thread owns those planes of the input
+//                 gradient and adds the chunk's RoIs of that image in RoI order. No atomics, no races, and
+//                 the sums run in one fixed order, so the result is deterministic.
 //   grad rois     parallel over RoIs: each RoI's four coordinates are owned by one thread that sums over
 //                 channels, bins and samples in a fixed order.
 #include <algorithm>
@@ -19,6 +19,8 @@ namespace {
 
 // Samples per chunk: bounds the geometry buffer (~150 bytes per sample in float64) whatever K is.
 constexpr int64_t kSamplesPerChunk = int64_t(1) << 16;
+// Channels per backward task (see backward_input_kernel).
+constexpr int64_t kChannelBlock = 8;
 
 template <typename T>
 struct ChunkGeometry {
@@ -112,30 +114,36 @@ void backward_input_kernel(const T* grad_output, const T* rois, const int64_t* a
                            const RoiAlignGeometry& g) {
   const int64_t plane = g.height * g.width, bins = g.bins(), planes = g.batch * g.channels;
   std::fill(grad_input, grad_input + planes * plane, T(0));
+  // A task owns a block of kChannelBlock planes of one image: each sample's geometry is read once for the
+  // whole block instead of once per plane (the geometry is larger than the gradients it routes).
+  const int64_t blocks_per_image = (g.channels + kChannelBlock - 1) / kChannelBlock;
   const std::vector<int64_t> bounds = chunk_bounds(rois, g);
   ChunkGeometry<T> chunk;
   for (size_t b = 0; b + 1 < bounds.size(); ++b) {
     build_chunk(rois, bounds[b], bounds[b + 1], g, chunk);
-#pragma omp parallel for schedule(static)
-    for (int64_t nc = 0; nc < planes; ++nc) {
-      const int64_t n = nc / g.channels, c = nc % g.channels;
-      T* dst = grad_input + nc * plane;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t task = 0; task < g.batch * blocks_per_image; ++task) {
+      const int64_t n = task / blocks_per_image, c0 = task % blocks_per_image * kChannelBlock;
+      const int64_t c1 = std::min(c0 + kChannelBlock, g.channels);
       for (int64_t k = chunk.first_roi; k < chunk.end_roi; ++k) {
         const int64_t r = k - chunk.first_roi;
         const RoiBox<T>& box = chunk.boxes[r];
         if (box.batch != n) continue;
         const RoiSample<T>* sample = chunk.samples.data() + chunk.sample_start[r];
-        const T* grad = grad_output + (k * g.channels + c) * bins;
         const int64_t count = box.count();
         for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
-          // avg: every sample gets g / count; max: only the winner, with g.
-          const int64_t first = g.max_mode ? argmax[(k * g.channels + c) * bins + bin] : 0;
-          const int64_t last = g.max_mode ? first + 1 : count;
-          const T share = g.max_mode ? grad[bin] : grad[bin] / T(count);
-          for (int64_t s = first; s < last; ++s) {
-            const BilinearSample<T>& w = sample[s].bilinear;
-            if (!w.inside) continue;
-            for (int j = 0; j < 4; ++j) dst[w.offset[j]] += share * w.weight[j];
+          for (int64_t c = c0; c < c1; ++c) {
+            // avg: every sample gets g / count; max: only the winner, with g. Per element, the additions
+            // run in (RoI, bin, sample, neighbour) order: deterministic.
+            const int64_t out = (k * g.channels + c) * bins + bin;
+            const int64_t first = g.max_mode ? argmax[out] : 0, last = g.max_mode ? first + 1 : count;
+            const T share = g.max_mode ? grad_output[out] : grad_output[out] / T(count);
+            T* dst = grad_input + (n * g.channels + c) * plane;
+            for (int64_t s = first; s < last; ++s) {
+              const BilinearSample<T>& w = sample[s].bilinear;
+              if (!w.inside) continue;
+              for (int j = 0; j < 4; ++j) dst[w.offset[j]] += share * w.weight[j];
+            }
           }
         }
       }

@@ -25,6 +25,25 @@ struct RoiAlignGeometry {
   MINIDET_HOST_DEVICE int64_t bins() const { return pooled_h * pooled_w; }
 };
 
+// A product that is never fused with a following addition. nvcc fuses a*b + c into one FMA by default, the
+// host compiler (no -march) does not; in the sample positions that would move a sample by one ulp between
+// CPU and GPU, and a sample that sits that close to a pixel line would switch neighbours and change the box
+// gradient's dv/dy. With the products pinned, CPU and GPU place every sample at the same bits.
+MINIDET_HOST_DEVICE inline float unfused_mul(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+MINIDET_HOST_DEVICE inline double unfused_mul(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
 // One RoI in feature pixels (roi_align.h): where the box starts, how large it is, how many samples a bin
 // has along each axis, and how the size moves with the box's far corner (0 where the legacy clamp holds).
 template <typename T>
@@ -48,8 +67,8 @@ MINIDET_HOST_DEVICE inline RoiBox<T> roi_box(const T* roi, const RoiAlignGeometr
   RoiBox<T> b;
   const T scale = T(g.spatial_scale), offset = g.aligned ? T(0.5) : T(0);
   b.batch = static_cast<int64_t>(roi[0]);
-  b.start_x = roi[1] * scale - offset;
-  b.start_y = roi[2] * scale - offset;
+  b.start_x = unfused_mul(roi[1], scale) - offset;
+  b.start_y = unfused_mul(roi[2], scale) - offset;
   b.roi_w = (roi[3] - roi[1]) * scale;
   b.roi_h = (roi[4] - roi[2]) * scale;
   b.w_moves = b.h_moves = true;
@@ -68,14 +87,15 @@ MINIDET_HOST_DEVICE inline RoiBox<T> roi_box(const T* roi, const RoiAlignGeometr
   return b;
 }
 
-// Fractional position a in [0, 1] of sample i (of `grid`) in bin `bin` (of `pooled`) along one axis.
+// Fractional position a in [0, 1] of sample i (of `grid`) in bin `bin` (of `pooled`) along one axis:
+// (bin + (i + 0.5) / grid) / pooled, written with one division (the integer product is exact).
 template <typename T>
 MINIDET_HOST_DEVICE inline T sample_fraction(int64_t bin, int64_t i, int64_t grid, int64_t pooled) {
-  return (T(bin) + (T(i) + T(0.5)) / T(grid)) / T(pooled);
+  return (T(bin * grid + i) + T(0.5)) / T(pooled * grid);
 }
 
-// Sample `s` (row-major in the bin's grid_h x grid_w grid) of bin (p, q): its bilinear neighbours and weights,
-// and the fractions a_y, a_x that the box gradient needs.
+// Sample (iy, ix) of bin (p, q): its bilinear neighbours and weights, and the fractions a_y, a_x that the
+// box gradient needs. roi_sample numbers the samples row-major in the bin, s = iy * grid_w + ix.
 template <typename T>
 struct RoiSample {
   BilinearSample<T> bilinear;
@@ -83,13 +103,20 @@ struct RoiSample {
 };
 
 template <typename T>
+MINIDET_HOST_DEVICE inline RoiSample<T> roi_sample_at(const RoiBox<T>& b, int64_t p, int64_t q, int64_t iy,
+                                                      int64_t ix, const RoiAlignGeometry& g) {
+  RoiSample<T> r;
+  r.a_y = sample_fraction<T>(p, iy, b.grid_h, g.pooled_h);
+  r.a_x = sample_fraction<T>(q, ix, b.grid_w, g.pooled_w);
+  r.bilinear = bilinear_sample<T>(b.start_y + unfused_mul(r.a_y, b.roi_h), b.start_x + unfused_mul(r.a_x, b.roi_w),
+                                  g.height, g.width);
+  return r;
+}
+
+template <typename T>
 MINIDET_HOST_DEVICE inline RoiSample<T> roi_sample(const RoiBox<T>& b, int64_t p, int64_t q, int64_t s,
                                                    const RoiAlignGeometry& g) {
-  RoiSample<T> r;
-  r.a_y = sample_fraction<T>(p, s / b.grid_w, b.grid_h, g.pooled_h);
-  r.a_x = sample_fraction<T>(q, s % b.grid_w, b.grid_w, g.pooled_w);
-  r.bilinear = bilinear_sample<T>(b.start_y + r.a_y * b.roi_h, b.start_x + r.a_x * b.roi_w, g.height, g.width);
-  return r;
+  return roi_sample_at(b, p, q, s / b.grid_w, s % b.grid_w, g);
 }
 
 // The max-mode comparison, identical on CPU and CUDA: strictly greater wins (the first of equal samples

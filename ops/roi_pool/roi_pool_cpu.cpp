@@ -16,17 +16,20 @@ template <typename T>
 void forward(const T* input, const T* rois, T* output, int64_t* argmax, const RoIPoolGeometry& g) {
   const int64_t planes = g.num_rois * g.channels, plane_size = g.height * g.width;
   const int64_t bins = g.pooled_height * g.pooled_width;
+  // A bin's extent depends on its RoI, not on the channel: cut every RoI's bins once (roi_pool_bin's exact
+  // arithmetic, whose std::fma is a slow library call on CPUs built without FMA instructions) and share them.
+  std::vector<RoIPoolBin> extents(g.num_rois * bins);
+#pragma omp parallel for schedule(static) if (g.num_rois * bins > kParallelAbove)
+  for (int64_t k = 0; k < g.num_rois; ++k)
+    for (int64_t b = 0; b < bins; ++b)
+      extents[k * bins + b] = roi_pool_bin(rois + k * 5, g, b / g.pooled_width, b % g.pooled_width);
 #pragma omp parallel for schedule(static) if (planes * bins > kParallelAbove)
   for (int64_t plane = 0; plane < planes; ++plane) {
     const int64_t k = plane / g.channels, c = plane % g.channels;
-    const T* roi = rois + k * 5;
-    const int64_t batch = static_cast<int64_t>(roi[0]);
+    const int64_t batch = static_cast<int64_t>(rois[k * 5]);
     const T* source = input + (batch * g.channels + c) * plane_size;
-    for (int64_t p = 0; p < g.pooled_height; ++p)
-      for (int64_t q = 0; q < g.pooled_width; ++q) {
-        const int64_t o = plane * bins + p * g.pooled_width + q;
-        roi_pool_bin_max(source, g.width, roi_pool_bin(roi, g, p, q), &output[o], &argmax[o]);
-      }
+    for (int64_t b = 0; b < bins; ++b)
+      roi_pool_bin_max(source, g.width, extents[k * bins + b], &output[plane * bins + b], &argmax[plane * bins + b]);
   }
 }
 
