@@ -219,3 +219,13 @@ MINIDET_CUDA_TEST_CASE("cuda/sort: the same bits twice") {
   CHECK(indices_of(a.indices) == indices_of(b.indices));
   CHECK(float_bits(a.values) == float_bits(b.values));
 }
+
+MINIDET_CUDA_TEST_CASE("cuda/sort: topk on CUDA is the sort cut to k with signed zeros tied as on the CPU") {
+  const Tensor x = from_vector<float>({0.0f, -0.0f, 1, -0.0f, 0.0f, -1}, {1, 6});
+  for (bool largest : {true, false}) {
+    CAPTURE(largest);
+    CHECK(indices_of(topk(x.cuda(), 5, 1, largest).indices) == indices_of(topk(x, 5, 1, largest).indices));
+    CHECK(indices_of(topk(x.cuda(), 5, 1, largest).indices) ==
+          indices_of(sort(x, 1, largest).indices.narrow(1, 0, 5)));
+  }
+}
