@@ -9,8 +9,8 @@
 //   1. nms_gather_kernel   boxes, areas and classes into score order; finite-value flags per thread block
 //   2. nms_mask_kernel     one 64-thread block per tile on or above the diagonal: thread t tests row box
 //                          64r + t against the tile's 64 column boxes (staged in shared memory) and writes
-//                          one word. An all-zero tile is not written at all, only flagged as empty.
-//   3. nms_reduce_kernel   one 1024-thread block runs the greedy pass over the tiles (see below) and writes
+//                          one word. An all-zero tile off the diagonal is not written, only flagged empty.
+//   3. nms_reduce_kernel   one 512-thread block runs the greedy pass over the tiles (see below) and writes
 //                          the kept indices and their count.
 //   4. one copy of (count, flags) to the host: the only synchronisation, because the result's size depends
 //      on it. The kept indices stay on the GPU.
@@ -22,11 +22,11 @@
 //
 // The greedy pass (nms_reduce_kernel). removed[c] (shared memory) has bit k set once box 64c + k is
 // suppressed. For each row block b in order:
-//   a. warp 0 resolves block b alone: the row boxes of b in order, keeping those not removed and OR-ing
-//      the diagonal tile's word of each kept box into removed[b] as it goes (a box can suppress a later box
-//      of its own block). This is the sequential part: 64 steps on registers, no memory traffic.
+//   a. warp 0 resolves block b alone: which of its rows not yet removed survive the diagonal tile (a box
+//      can suppress a later box of its own block). The article walks the rows one by one; kept_rows gets the
+//      same answer in a few warp-wide rounds.
 //   b. every warp then ORs the words of the kept boxes of block b into removed[c] for c > b; warp w owns
-//      columns b + 1 + w, b + 1 + w + 32, ..., so no two threads write one word and no atomics are needed.
+//      columns b + 1 + w, b + 1 + w + 16, ..., so no two threads write one word and no atomics are needed.
 // The tile loads of step b do not depend on which boxes step a keeps (only on removed[b], known by then), so
 // each warp issues them before step a and they arrive while warp 0 resolves; rows already removed and empty
 // tiles are skipped, so only the words that can matter cross the memory bus. Each block costs two
@@ -47,8 +47,8 @@ namespace {
 
 using Word = unsigned long long;
 constexpr int kBoxesPerBlock = 64;  // = bits per Word
-constexpr int kReduceWarps = 32;
-constexpr int kPrefetchTiles = 8;  // tiles per warp whose loads are issued before step a
+constexpr int kReduceWarps = 16;
+constexpr int kPrefetchTiles = 20;  // tiles per warp loaded before step a (all of them up to 64 * 16 * 20 boxes)
 constexpr int kGatherThreads = 256;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
@@ -120,7 +120,8 @@ __global__ void __launch_bounds__(kBoxesPerBlock)
     }
   }
   const int nonzero = __syncthreads_or(bits != 0);
-  if (nonzero) mask[t * kBoxesPerBlock + k] = bits;
+  // Diagonal tiles are always written: the greedy pass loads them before it could look at their flag.
+  if (nonzero || row == col) mask[t * kBoxesPerBlock + k] = bits;
   if (k == 0) tile_nonzero[t] = static_cast<unsigned char>(nonzero);
 }
 
@@ -135,32 +136,61 @@ __device__ inline Word warp_or(Word v) {
 #endif
 }
 
-// Lane l's two words of tile (b, col): rows l and l + 32 of block b, or 0 for rows already removed (they
-// cannot be kept, so their words can never matter) and for an empty tile.
+// Lane l's two words of a tile: rows l and l + 32 of its row block, or 0 for rows already removed (they cannot
+// be kept, so their words can never matter) and for an empty tile (never written, so never read).
 struct TileRows {
   Word low = 0, high = 0;
 };
 
-__device__ inline TileRows load_tile_rows(const Word* mask, const unsigned char* tile_nonzero, int64_t b,
-                                          int64_t col, Word removed_b, int lane) {
+__device__ inline TileRows load_tile_rows(const Word* mask, int64_t tile, bool nonzero, Word removed_rows, int lane) {
   TileRows rows;
-  const int64_t t = tile_index(b, col);
-  if (!tile_nonzero[t]) return rows;
-  const Word* words = mask + t * kBoxesPerBlock;
-  if (!((removed_b >> lane) & 1)) rows.low = words[lane];
-  if (!((removed_b >> (lane + 32)) & 1)) rows.high = words[lane + 32];
+  if (!nonzero) return rows;
+  const Word* words = mask + tile * kBoxesPerBlock;
+  if (!((removed_rows >> lane) & 1)) rows.low = words[lane];
+  if (!((removed_rows >> (lane + 32)) & 1)) rows.high = words[lane + 32];
   return rows;
 }
 
-// The OR over block b's kept rows of tile (b, col), and into removed[col] (one lane writes).
+// The OR over block b's kept rows of one of its tiles, into removed[col] (one lane writes).
 __device__ inline void or_kept_rows(const TileRows& rows, Word kept, int lane, Word* removed_col) {
   const Word mine = (((kept >> lane) & 1) ? rows.low : 0) | (((kept >> (lane + 32)) & 1) ? rows.high : 0);
   const Word all = warp_or(mine);
   if (lane == 0 && all) *removed_col |= all;
 }
 
+// Which rows of a block are kept, given the rows removed by earlier blocks and the block's diagonal tile
+// (lane l holds rows l and l + 32). The greedy rule, row by row, is
+//     kept(k) = not removed(k) and no kept row j < k suppresses k.
+// Walking k = 0..63 would be 64 dependent steps. Instead start from "every row not removed is kept" and
+// repeat  kept = not removed and not (OR of the kept rows' words)  until nothing changes. Row k's word only
+// has bits above k, so the OR's bit k comes from rows before k only; each round therefore fixes at least the
+// next row in order (after r rounds rows 0..r-1 are final), and the rule's unique solution is reached in as
+// many rounds as the longest chain of "kept row suppresses a later row" inside the block, usually 1 to 3. A
+// round is one warp-wide OR, so the whole step takes a few dozen cycles instead of hundreds.
+__device__ inline Word kept_rows(const TileRows& diagonal, Word removed_rows, int lane) {
+  Word kept = ~removed_rows;
+  while (true) {
+    const Word suppressed = warp_or((((kept >> lane) & 1) ? diagonal.low : 0) |
+                                    (((kept >> (lane + 32)) & 1) ? diagonal.high : 0));
+    const Word next = ~removed_rows & ~suppressed;
+    if (next == kept) return kept;  // the same on every lane: warp_or returns one value to all
+    kept = next;
+  }
+}
+
+// Column of warp `warp`'s prefetch slot `slot` for row block b: warp w owns columns b + 1 + w + kReduceWarps s.
+__device__ inline int64_t slot_column(int64_t b, int warp, int slot) {
+  return b + 1 + warp + int64_t(kReduceWarps) * slot;
+}
+
 // Step 3: the greedy pass (see the top of the file). One block of kReduceWarps warps; `removed` has one word
 // per column block in dynamic shared memory. Writes keep[0 .. count) and status = {count, bad-input flags}.
+//
+// Latency hiding: a global load costs about a microsecond, and every block b would wait for several in a
+// row (tile flags, then the words they allow, then the diagonal words warp 0 needs). So what does not depend
+// on the walk is loaded one step early: during block b, every warp loads the empty/non-empty flags of its
+// tiles of block b + 1, and warp 0 loads block b + 1's diagonal words and input indices. When block b + 1
+// starts, only the tile words (now a single load, issued before warp 0's walk) are in flight.
 __global__ void __launch_bounds__(kReduceWarps * 32)
     nms_reduce_kernel(int64_t n, int64_t blocks, const Word* mask, const unsigned char* tile_nonzero,
                       const int64_t* order, const unsigned char* bad_flags, int bad_flag_count, int64_t* keep,
@@ -173,59 +203,72 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
     const int tail = static_cast<int>(n - c * kBoxesPerBlock);
     removed[c] = tail >= kBoxesPerBlock ? Word(0) : ~Word(0) << tail;
   }
+
+  // Loaded one block ahead (for b = 0 here, then at the end of each step for the next one).
+  bool slot_nonzero[kPrefetchTiles];
+#pragma unroll
+  for (int s = 0; s < kPrefetchTiles; ++s) {
+    const int64_t col = slot_column(0, warp, s);
+    slot_nonzero[s] = col < blocks && tile_nonzero[tile_index(0, col)];
+  }
+  TileRows diagonal;  // warp 0: block b's diagonal tile (always written by the mask kernel)
+  int64_t order_low = 0, order_high = 0;  // warp 0: input indices of block b's rows lane and lane + 32
+  if (warp == 0) {
+    diagonal = load_tile_rows(mask, tile_index(0, 0), true, 0, lane);
+    order_low = lane < n ? order[lane] : 0;
+    order_high = lane + 32 < n ? order[lane + 32] : 0;
+  }
   __syncthreads();
 
   int64_t count = 0;  // kept so far (warp 0's copy is the one used)
   for (int64_t b = 0; b < blocks; ++b) {
     const Word removed_b = removed[b];  // final: every earlier block has ORed into it
     const bool all_removed = removed_b == ~Word(0);
-    // Issue the loads of this warp's first tiles now; they are consumed after step a.
+    // This warp's first tiles of row block b: their loads are consumed after the walk.
     TileRows prefetched[kPrefetchTiles];
+    unsigned present = 0;  // bit s: slot s holds a non-empty tile (warp-uniform)
     if (!all_removed) {
 #pragma unroll
       for (int s = 0; s < kPrefetchTiles; ++s) {
-        const int64_t col = b + 1 + warp + int64_t(kReduceWarps) * s;
-        if (col < blocks) prefetched[s] = load_tile_rows(mask, tile_nonzero, b, col, removed_b, lane);
+        prefetched[s] = load_tile_rows(mask, tile_index(b, slot_column(b, warp, s)), slot_nonzero[s], removed_b, lane);
+        present |= unsigned(slot_nonzero[s]) << s;
       }
     }
-    // Step a: warp 0 walks block b's 64 rows in order.
-    if (warp == 0) {
-      Word kept = 0;
-      if (!all_removed) {
-        const TileRows diagonal = load_tile_rows(mask, tile_nonzero, b, b, removed_b, lane);
-        const int64_t row0 = b * kBoxesPerBlock;
-        const int64_t order_low = row0 + lane < n ? order[row0 + lane] : 0;
-        const int64_t order_high = row0 + lane + 32 < n ? order[row0 + lane + 32] : 0;
-        Word now_removed = removed_b;
+    // Next block's flags.
 #pragma unroll
-        for (int k = 0; k < kBoxesPerBlock; ++k) {
-          // Every lane follows the same walk: the word of row k comes from the lane that holds it.
-          const Word word = __shfl_sync(kFullWarp, k < 32 ? diagonal.low : diagonal.high, k % 32);
-          if (!((now_removed >> k) & 1)) {
-            kept |= Word(1) << k;
-            now_removed |= word;
-          }
-        }
-        // Kept boxes of this block, in row order, after the `count` kept before.
-        const Word below_low = (Word(1) << lane) - 1;
-        if ((kept >> lane) & 1) keep[count + __popcll(kept & below_low)] = order_low;
-        if ((kept >> (lane + 32)) & 1) keep[count + __popcll(kept & ((below_low << 32) | 0xffffffffull))] = order_high;
-        count += __popcll(kept);
-      }
+    for (int s = 0; s < kPrefetchTiles; ++s) {
+      const int64_t col = slot_column(b + 1, warp, s);
+      slot_nonzero[s] = col < blocks && tile_nonzero[tile_index(b + 1, col)];
+    }
+    // Step a: warp 0 finds which rows of block b are kept.
+    if (warp == 0) {
+      const Word kept = kept_rows(diagonal, removed_b, lane);
+      // Kept boxes of this block, in row order, after the `count` kept before.
+      const Word below_low = (Word(1) << lane) - 1;
+      if ((kept >> lane) & 1) keep[count + __popcll(kept & below_low)] = order_low;
+      if ((kept >> (lane + 32)) & 1) keep[count + __popcll(kept & ((below_low << 32) | 0xffffffffull))] = order_high;
+      count += __popcll(kept);
       if (lane == 0) kept_shared = kept;
+      // Next block's diagonal words and input indices.
+      if (b + 1 < blocks) {
+        diagonal = load_tile_rows(mask, tile_index(b + 1, b + 1), true, 0, lane);
+        const int64_t row0 = (b + 1) * kBoxesPerBlock;
+        order_low = row0 + lane < n ? order[row0 + lane] : 0;
+        order_high = row0 + lane + 32 < n ? order[row0 + lane + 32] : 0;
+      }
     }
     __syncthreads();
     const Word kept = kept_shared;
-    // Step b: this warp's columns, prefetched ones first, then (for more than kReduceWarps * kPrefetchTiles
-    // columns to the right) the rest loaded now.
+    // Step b: this warp's columns, prefetched ones first, then (past kReduceWarps * kPrefetchTiles columns to
+    // the right: more than 64 * 32 * kPrefetchTiles boxes) the rest, loaded now.
     if (kept) {
 #pragma unroll
-      for (int s = 0; s < kPrefetchTiles; ++s) {
-        const int64_t col = b + 1 + warp + int64_t(kReduceWarps) * s;
-        if (col < blocks) or_kept_rows(prefetched[s], kept, lane, &removed[col]);
+      for (int s = 0; s < kPrefetchTiles; ++s)
+        if ((present >> s) & 1) or_kept_rows(prefetched[s], kept, lane, &removed[slot_column(b, warp, s)]);
+      for (int64_t col = slot_column(b, warp, kPrefetchTiles); col < blocks; col += kReduceWarps) {
+        const int64_t tile = tile_index(b, col);
+        if (tile_nonzero[tile]) or_kept_rows(load_tile_rows(mask, tile, true, removed_b, lane), kept, lane, &removed[col]);
       }
-      for (int64_t col = b + 1 + warp + int64_t(kReduceWarps) * kPrefetchTiles; col < blocks; col += kReduceWarps)
-        or_kept_rows(load_tile_rows(mask, tile_nonzero, b, col, removed_b, lane), kept, lane, &removed[col]);
     }
     __syncthreads();
   }
@@ -253,7 +296,7 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
   const Tensor sorted_classes = batched ? empty({n}, TensorOptions(kInt64, device)) : Tensor();
   const int gather_blocks = static_cast<int>(std::min<int64_t>((n + kGatherThreads - 1) / kGatherThreads, 1024));
   const Tensor bad_flags = empty({gather_blocks}, TensorOptions(kUInt8, device));
-  // Mask words of empty tiles are never written nor read, so the mask needs no clearing either.
+  // Words of empty off-diagonal tiles are never written nor read, so the mask needs no clearing either.
   const Tensor mask = empty({tiles * kBoxesPerBlock}, TensorOptions(kInt64, device));
   const Tensor tile_nonzero = empty({tiles}, TensorOptions(kUInt8, device));
   const Tensor keep = empty({n}, TensorOptions(kInt64, device));

@@ -20,8 +20,8 @@
 // give empty results (and an empty gradient). x may be non-contiguous.
 //
 // How: the CPU sorts each row with std::stable_sort (rows in parallel with OpenMP); CUDA sorts with CUB's
-// radix sort (one row) or segmented sort (many rows), both stable, on keys made canonical first (every NaN
-// one +NaN, -0.0 made +0.0) so that the radix order equals the CPU comparison order.
+// radix sort (one row) or segmented sort (many rows), both stable, on unsigned integer keys whose plain order
+// is the order above (sort_cuda.cu), so that every NaN and signed-zero rule holds on the GPU exactly.
 #pragma once
 
 #include "core/tensor.h"
