@@ -19,14 +19,16 @@
 // column by column), its 64 words (one per row box of block r) contiguous. Torchvision and the article store a
 // full N x (N / 64) matrix, one row per box; tile order instead makes a block's 64 words one 512-byte
 // stretch: written in one coalesced store by the mask kernel, read by one warp with two coalesced loads.
+// Beside the mask, one byte per tile says whether it holds any set bit (row-major, blocks x blocks).
 //
 // The greedy pass (nms_reduce_kernel). removed[c] (shared memory) has bit k set once box 64c + k is
 // suppressed. For each row block b in order:
 //   a. warp 0 resolves block b alone: which of its rows not yet removed survive the diagonal tile (a box
 //      can suppress a later box of its own block). The article walks the rows one by one; kept_rows gets the
 //      same answer in a few warp-wide rounds.
-//   b. every warp then ORs the words of the kept boxes of block b into removed[c] for c > b; warp w owns
-//      columns b + 1 + w, b + 1 + w + 16, ..., so no two threads write one word and no atomics are needed.
+//   b. every warp then ORs the words of the kept boxes of block b into removed[c] for the non-empty tiles
+//      (b, c), c > b; warp w owns columns b + 1 + 32 w .. b + 32 (w + 1), so no two threads write one word
+//      and no atomics are needed.
 // The tile loads of step b do not depend on which boxes step a keeps (only on removed[b], known by then), so
 // each warp issues them before step a and they arrive while warp 0 resolves; rows already removed and empty
 // tiles are skipped, so only the words that can matter cross the memory bus. Each block costs two
@@ -48,7 +50,8 @@ namespace {
 using Word = unsigned long long;
 constexpr int kBoxesPerBlock = 64;  // = bits per Word
 constexpr int kReduceWarps = 16;
-constexpr int kPrefetchTiles = 20;  // tiles per warp loaded before step a (all of them up to 64 * 16 * 20 boxes)
+constexpr int kColumnsPerWarp = 32;  // warp w watches the 32 column blocks b + 1 + 32 w + lane
+constexpr int kPrefetchTiles = 12;   // non-empty tiles per warp whose loads are issued before step a
 constexpr int kGatherThreads = 256;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
@@ -85,7 +88,7 @@ __global__ void nms_gather_kernel(int64_t n, const T* boxes, const T* scores, co
 template <typename T>
 __global__ void __launch_bounds__(kBoxesPerBlock)
     nms_mask_kernel(int64_t n, const T* sorted_boxes, const T* areas, const int64_t* sorted_classes, T threshold,
-                    T offset, Word* mask, unsigned char* tile_nonzero) {
+                    T offset, Word* mask, unsigned char* tile_nonzero, int64_t blocks) {
   // Invert tile_index: the column c is the largest with c (c + 1) / 2 <= t (the float estimate is fixed up).
   const int64_t t = blockIdx.x;
   int64_t col = static_cast<int64_t>((sqrt(8.0 * static_cast<double>(t) + 1.0) - 1.0) / 2.0);
@@ -122,7 +125,7 @@ __global__ void __launch_bounds__(kBoxesPerBlock)
   const int nonzero = __syncthreads_or(bits != 0);
   // Diagonal tiles are always written: the greedy pass loads them before it could look at their flag.
   if (nonzero || row == col) mask[t * kBoxesPerBlock + k] = bits;
-  if (k == 0) tile_nonzero[t] = static_cast<unsigned char>(nonzero);
+  if (k == 0) tile_nonzero[row * blocks + col] = static_cast<unsigned char>(nonzero);
 }
 
 __device__ inline Word warp_or(Word v) {
@@ -178,39 +181,39 @@ __device__ inline Word kept_rows(const TileRows& diagonal, Word removed_rows, in
   }
 }
 
-// Column of warp `warp`'s prefetch slot `slot` for row block b: warp w owns columns b + 1 + w + kReduceWarps s.
-__device__ inline int64_t slot_column(int64_t b, int warp, int slot) {
-  return b + 1 + warp + int64_t(kReduceWarps) * slot;
-}
-
 // Step 3: the greedy pass (see the top of the file). One block of kReduceWarps warps; `removed` has one word
-// per column block in dynamic shared memory. Writes keep[0 .. count) and status = {count, bad-input flags}.
+// per column block in dynamic shared memory. tile_nonzero is row-major: entry (b, c) at b * blocks + c. Writes
+// keep[0 .. count) and status = {count, bad-input flags}.
 //
-// Latency hiding: a global load costs about a microsecond, and every block b would wait for several in a
-// row (tile flags, then the words they allow, then the diagonal words warp 0 needs). So what does not depend
-// on the walk is loaded one step early: during block b, every warp loads the empty/non-empty flags of its
-// tiles of block b + 1, and warp 0 loads block b + 1's diagonal words and input indices. When block b + 1
-// starts, only the tile words (now a single load, issued before warp 0's walk) are in flight.
+// What each step costs, and why it is laid out this way. The whole pass runs on one SM, so it is bound by
+// instructions issued and by memory latency (about a microsecond per global load), not by bandwidth:
+// - Only non-empty tiles are touched. Lane l of warp w holds the flag of column b + 1 + 32 w + l; one ballot
+//   gives the warp its non-empty columns, and only those are loaded and ORed (most tiles are empty when the
+//   boxes are spread out).
+// - Nothing waits for a load it could have issued earlier: the flags of block b + 1 are loaded during block
+//   b, and so are warp 0's diagonal words and input indices for block b + 1; the words of block b's tiles are
+//   issued before warp 0's walk and arrive while it runs.
+// - Step a is a few warp-wide rounds (kept_rows), not 64 dependent steps.
+// Columns further right than 32 * kReduceWarps blocks (more than 32768 boxes) take a plain loop.
 __global__ void __launch_bounds__(kReduceWarps * 32)
-    nms_reduce_kernel(int64_t n, int64_t blocks, const Word* mask, const unsigned char* tile_nonzero,
+    nms_reduce_kernel(int64_t n, int blocks, const Word* mask, const unsigned char* tile_nonzero,
                       const int64_t* order, const unsigned char* bad_flags, int bad_flag_count, int64_t* keep,
                       int64_t* status) {
   extern __shared__ Word removed[];
   __shared__ Word kept_shared;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   // Rows past n in the last block do not exist: mark them removed so they are never kept.
-  for (int64_t c = threadIdx.x; c < blocks; c += blockDim.x) {
-    const int tail = static_cast<int>(n - c * kBoxesPerBlock);
+  for (int c = threadIdx.x; c < blocks; c += blockDim.x) {
+    const int64_t tail = n - int64_t(c) * kBoxesPerBlock;
     removed[c] = tail >= kBoxesPerBlock ? Word(0) : ~Word(0) << tail;
   }
-
-  // Loaded one block ahead (for b = 0 here, then at the end of each step for the next one).
-  bool slot_nonzero[kPrefetchTiles];
-#pragma unroll
-  for (int s = 0; s < kPrefetchTiles; ++s) {
-    const int64_t col = slot_column(0, warp, s);
-    slot_nonzero[s] = col < blocks && tile_nonzero[tile_index(0, col)];
-  }
+  // This lane's column of row block b, and whether that tile is non-empty (loaded one block ahead).
+  auto lane_column = [&](int b) { return b + 1 + kColumnsPerWarp * warp + lane; };
+  auto column_flag = [&](int b) {
+    const int col = lane_column(b);
+    return col < blocks && tile_nonzero[int64_t(b) * blocks + col] != 0;
+  };
+  bool flag = column_flag(0);
   TileRows diagonal;  // warp 0: block b's diagonal tile (always written by the mask kernel)
   int64_t order_low = 0, order_high = 0;  // warp 0: input indices of block b's rows lane and lane + 32
   if (warp == 0) {
@@ -221,24 +224,23 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
   __syncthreads();
 
   int64_t count = 0;  // kept so far (warp 0's copy is the one used)
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int b = 0; b < blocks; ++b) {
     const Word removed_b = removed[b];  // final: every earlier block has ORed into it
-    const bool all_removed = removed_b == ~Word(0);
-    // This warp's first tiles of row block b: their loads are consumed after the walk.
+    // This warp's non-empty tiles of row block b (bit l: column lane_column(b) of lane l). A block whose rows
+    // are all removed keeps nothing and so suppresses nothing.
+    const unsigned nonempty = removed_b == ~Word(0) ? 0u : __ballot_sync(kFullWarp, flag);
+    flag = column_flag(b + 1);
+    // Issue the loads of the first kPrefetchTiles of them; they are consumed after step a.
+    const int first_column = b + 1 + kColumnsPerWarp * warp;
     TileRows prefetched[kPrefetchTiles];
-    unsigned present = 0;  // bit s: slot s holds a non-empty tile (warp-uniform)
-    if (!all_removed) {
-#pragma unroll
-      for (int s = 0; s < kPrefetchTiles; ++s) {
-        prefetched[s] = load_tile_rows(mask, tile_index(b, slot_column(b, warp, s)), slot_nonzero[s], removed_b, lane);
-        present |= unsigned(slot_nonzero[s]) << s;
-      }
-    }
-    // Next block's flags.
+    unsigned pending = nonempty;
 #pragma unroll
     for (int s = 0; s < kPrefetchTiles; ++s) {
-      const int64_t col = slot_column(b + 1, warp, s);
-      slot_nonzero[s] = col < blocks && tile_nonzero[tile_index(b + 1, col)];
+      if (pending) {
+        const int col = first_column + __ffs(pending) - 1;
+        pending &= pending - 1;
+        prefetched[s] = load_tile_rows(mask, tile_index(b, col), true, removed_b, lane);
+      }
     }
     // Step a: warp 0 finds which rows of block b are kept.
     if (warp == 0) {
@@ -252,23 +254,33 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
       // Next block's diagonal words and input indices.
       if (b + 1 < blocks) {
         diagonal = load_tile_rows(mask, tile_index(b + 1, b + 1), true, 0, lane);
-        const int64_t row0 = (b + 1) * kBoxesPerBlock;
+        const int64_t row0 = int64_t(b + 1) * kBoxesPerBlock;
         order_low = row0 + lane < n ? order[row0 + lane] : 0;
         order_high = row0 + lane + 32 < n ? order[row0 + lane + 32] : 0;
       }
     }
     __syncthreads();
     const Word kept = kept_shared;
-    // Step b: this warp's columns, prefetched ones first, then (past kReduceWarps * kPrefetchTiles columns to
-    // the right: more than 64 * 32 * kPrefetchTiles boxes) the rest, loaded now.
+    // Step b: OR the kept rows of this warp's non-empty tiles into removed[column]: the prefetched ones, then
+    // any further ones, then the far columns.
     if (kept) {
+      pending = nonempty;
 #pragma unroll
-      for (int s = 0; s < kPrefetchTiles; ++s)
-        if ((present >> s) & 1) or_kept_rows(prefetched[s], kept, lane, &removed[slot_column(b, warp, s)]);
-      for (int64_t col = slot_column(b, warp, kPrefetchTiles); col < blocks; col += kReduceWarps) {
-        const int64_t tile = tile_index(b, col);
-        if (tile_nonzero[tile]) or_kept_rows(load_tile_rows(mask, tile, true, removed_b, lane), kept, lane, &removed[col]);
+      for (int s = 0; s < kPrefetchTiles; ++s) {
+        if (pending) {
+          const int col = first_column + __ffs(pending) - 1;
+          pending &= pending - 1;
+          or_kept_rows(prefetched[s], kept, lane, &removed[col]);
+        }
       }
+      while (pending) {
+        const int col = first_column + __ffs(pending) - 1;
+        pending &= pending - 1;
+        or_kept_rows(load_tile_rows(mask, tile_index(b, col), true, removed_b, lane), kept, lane, &removed[col]);
+      }
+      for (int col = b + 1 + kColumnsPerWarp * kReduceWarps + warp; col < blocks; col += kReduceWarps)
+        if (tile_nonzero[int64_t(b) * blocks + col])
+          or_kept_rows(load_tile_rows(mask, tile_index(b, col), true, removed_b, lane), kept, lane, &removed[col]);
     }
     __syncthreads();
   }
@@ -285,7 +297,9 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
   const int64_t n = args.boxes.size(0);
   const int64_t blocks = (n + kBoxesPerBlock - 1) / kBoxesPerBlock;
   const int64_t tiles = blocks * (blocks + 1) / 2;
-  MINIDET_CHECK(tiles <= INT_MAX, op, ": ", n, " boxes need more mask tiles than one CUDA launch has blocks");
+  // The reduce kernel indexes column blocks in int (blocks * blocks flags); the mask itself (32 bytes per
+  // pair of boxes) outgrows any GPU long before this bound.
+  MINIDET_CHECK(blocks <= 46340, op, ": at most ", 46340 * kBoxesPerBlock, " boxes on CUDA, got ", n);
   const Device device = args.boxes.device();
   cudaStream_t stream = cuda::current_stream();
   const bool batched = args.class_ids.defined();
@@ -298,7 +312,9 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
   const Tensor bad_flags = empty({gather_blocks}, TensorOptions(kUInt8, device));
   // Words of empty off-diagonal tiles are never written nor read, so the mask needs no clearing either.
   const Tensor mask = empty({tiles * kBoxesPerBlock}, TensorOptions(kInt64, device));
-  const Tensor tile_nonzero = empty({tiles}, TensorOptions(kUInt8, device));
+  // One flag per tile, row-major (blocks x blocks, upper triangle used) so that a warp reads its row's flags
+  // with one coalesced load; the mask kernel writes every flag the reduce kernel reads.
+  const Tensor tile_nonzero = empty({blocks * blocks}, TensorOptions(kUInt8, device));
   const Tensor keep = empty({n}, TensorOptions(kInt64, device));
   const Tensor status = empty({2}, TensorOptions(kInt64, device));
   const int64_t* classes = batched ? args.class_ids.data<int64_t>() : nullptr;
@@ -312,14 +328,14 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
   MINIDET_CUDA_LAUNCH_CHECK("nms_gather_kernel");
   nms_mask_kernel<T><<<static_cast<unsigned>(tiles), kBoxesPerBlock, 0, stream>>>(
       n, sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data, static_cast<T>(args.iou_threshold),
-      T(args.offset), mask_words, nonzero);
+      T(args.offset), mask_words, nonzero, blocks);
   MINIDET_CUDA_LAUNCH_CHECK("nms_mask_kernel");
   const size_t removed_bytes = static_cast<size_t>(blocks) * sizeof(Word);
   if (removed_bytes > 48 * 1024)  // past the default dynamic shared memory: opt in (up to 227 KB on Hopper)
     MINIDET_CUDA_CHECK(cudaFuncSetAttribute(nms_reduce_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(removed_bytes)));
   nms_reduce_kernel<<<1, kReduceWarps * 32, removed_bytes, stream>>>(
-      n, blocks, mask_words, nonzero, args.order.data<int64_t>(), bad_flags.data<uint8_t>(), gather_blocks,
+      n, static_cast<int>(blocks), mask_words, nonzero, args.order.data<int64_t>(), bad_flags.data<uint8_t>(), gather_blocks,
       keep.data<int64_t>(), status.data<int64_t>());
   MINIDET_CUDA_LAUNCH_CHECK("nms_reduce_kernel");
 

@@ -194,6 +194,16 @@ MINIDET_CUDA_TEST_CASE("cuda/nms: CUDA keeps exactly the CPU boxes for every siz
   }
 }
 
+MINIDET_CUDA_TEST_CASE("cuda/nms: more than 512 column blocks take the greedy pass's far-column loop") {
+  // 40000 boxes = 625 blocks of 64: the reduce kernel's warps watch the first 512 columns to the right of a
+  // block, and a plain loop covers the rest. Packed boxes with duplicates keep the CPU reference quick.
+  const BoxSet set = random_set(40000, 1500, true, true, 41);
+  for (double threshold : {0.5, 0.9}) {
+    CAPTURE(threshold);
+    CHECK(kept(nms(set.boxes.cuda(), set.scores.cuda(), threshold)) == kept(nms(set.boxes, set.scores, threshold)));
+  }
+}
+
 MINIDET_CUDA_TEST_CASE("cuda/nms: the hand-checked cases and the same result twice") {
   const Tensor boxes = boxes_of({6, 3, 8, 7, 3, 6, 9, 11, 3, 7, 10, 12, 1, 4, 13, 7}).cuda();
   CHECK(kept(nms(boxes, scores_of({0.6, 0.9, 0.7, 0.2}).cuda(), 0.3)) == Longs{1, 0, 3});
