@@ -27,8 +27,8 @@
 //      can suppress a later box of its own block). The article walks the rows one by one; kept_rows gets the
 //      same answer in a few warp-wide rounds.
 //   b. every warp then ORs the words of the kept boxes of block b into removed[c] for the non-empty tiles
-//      (b, c), c > b; warp w owns columns b + 1 + 32 w .. b + 32 (w + 1), so no two threads write one word
-//      and no atomics are needed.
+//      (b, c), c > b (warp w takes columns b + 1 + 32 w .. b + 32 (w + 1)), each lane with a set bit by a
+//      shared-memory atomicOr: OR is order-free, so the result is the same bits on every run.
 // The tile loads of step b do not depend on which boxes step a keeps (only on removed[b], known by then), so
 // each warp issues them before step a and they arrive while warp 0 resolves; rows already removed and empty
 // tiles are skipped, so only the words that can matter cross the memory bus. Each block costs two
@@ -154,11 +154,12 @@ __device__ inline TileRows load_tile_rows(const Word* mask, int64_t tile, bool n
   return rows;
 }
 
-// The OR over block b's kept rows of one of its tiles, into removed[col] (one lane writes).
+// ORs the words of block b's kept rows in one of its tiles into removed[col]. Within a non-empty tile usually
+// only a row or two have a set bit, so each lane ORs its own non-zero words with a shared-memory atomic: no
+// warp-wide reduction per tile, and OR gives the same bits in any order.
 __device__ inline void or_kept_rows(const TileRows& rows, Word kept, int lane, Word* removed_col) {
   const Word mine = (((kept >> lane) & 1) ? rows.low : 0) | (((kept >> (lane + 32)) & 1) ? rows.high : 0);
-  const Word all = warp_or(mine);
-  if (lane == 0 && all) *removed_col |= all;
+  if (mine) atomicOr(removed_col, mine);
 }
 
 // Which rows of a block are kept, given the rows removed by earlier blocks and the block's diagonal tile
