@@ -51,7 +51,7 @@ using Word = unsigned long long;
 constexpr int kBoxesPerBlock = 64;  // = bits per Word
 constexpr int kReduceWarps = 16;
 constexpr int kColumnsPerWarp = 32;  // warp w watches the 32 column blocks b + 1 + 32 w + lane
-constexpr int kPrefetchTiles = 12;   // non-empty tiles per warp whose loads are issued before step a
+constexpr int kPrefetchTiles = 16;   // non-empty tiles per warp whose loads are issued before step a
 constexpr int kGatherThreads = 256;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
@@ -182,6 +182,35 @@ __device__ inline Word kept_rows(const TileRows& diagonal, Word removed_rows, in
   }
 }
 
+// Loads up to kPrefetchTiles of the tiles (b, first_column + l) named by the bits l of `pending`, lowest
+// first, clears their bits and returns them. The loads are all issued before any is used.
+__device__ inline unsigned load_tiles(TileRows (&rows)[kPrefetchTiles], unsigned& pending, const Word* mask, int b,
+                                      int first_column, Word removed_b, int lane) {
+  const unsigned before = pending;
+#pragma unroll
+  for (int s = 0; s < kPrefetchTiles; ++s) {
+    if (pending) {
+      const int col = first_column + __ffs(pending) - 1;
+      pending &= pending - 1;
+      rows[s] = load_tile_rows(mask, tile_index(b, col), true, removed_b, lane);
+    }
+  }
+  return before & ~pending;
+}
+
+// ORs the kept rows of the tiles load_tiles returned as `loaded` into removed[].
+__device__ inline void or_tiles(const TileRows (&rows)[kPrefetchTiles], unsigned loaded, Word kept, int first_column,
+                                int lane, Word* removed) {
+#pragma unroll
+  for (int s = 0; s < kPrefetchTiles; ++s) {
+    if (loaded) {
+      const int col = first_column + __ffs(loaded) - 1;
+      loaded &= loaded - 1;
+      or_kept_rows(rows[s], kept, lane, &removed[col]);
+    }
+  }
+}
+
 // Step 3: the greedy pass (see the top of the file). One block of kReduceWarps warps; `removed` has one word
 // per column block in dynamic shared memory. tile_nonzero is row-major: entry (b, c) at b * blocks + c. Writes
 // keep[0 .. count) and status = {count, bad-input flags}.
@@ -235,14 +264,7 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
     const int first_column = b + 1 + kColumnsPerWarp * warp;
     TileRows prefetched[kPrefetchTiles];
     unsigned pending = nonempty;
-#pragma unroll
-    for (int s = 0; s < kPrefetchTiles; ++s) {
-      if (pending) {
-        const int col = first_column + __ffs(pending) - 1;
-        pending &= pending - 1;
-        prefetched[s] = load_tile_rows(mask, tile_index(b, col), true, removed_b, lane);
-      }
-    }
+    const unsigned loaded = load_tiles(prefetched, pending, mask, b, first_column, removed_b, lane);
     // Step a: warp 0 finds which rows of block b are kept.
     if (warp == 0) {
       const Word kept = kept_rows(diagonal, removed_b, lane);
@@ -265,19 +287,10 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
     // Step b: OR the kept rows of this warp's non-empty tiles into removed[column]: the prefetched ones, then
     // any further ones, then the far columns.
     if (kept) {
-      pending = nonempty;
-#pragma unroll
-      for (int s = 0; s < kPrefetchTiles; ++s) {
-        if (pending) {
-          const int col = first_column + __ffs(pending) - 1;
-          pending &= pending - 1;
-          or_kept_rows(prefetched[s], kept, lane, &removed[col]);
-        }
-      }
-      while (pending) {
-        const int col = first_column + __ffs(pending) - 1;
-        pending &= pending - 1;
-        or_kept_rows(load_tile_rows(mask, tile_index(b, col), true, removed_b, lane), kept, lane, &removed[col]);
+      or_tiles(prefetched, loaded, kept, first_column, lane, removed);
+      while (pending) {  // more than kPrefetchTiles non-empty tiles: the rest, a batch of loads at a time
+        const unsigned batch = load_tiles(prefetched, pending, mask, b, first_column, removed_b, lane);
+        or_tiles(prefetched, batch, kept, first_column, lane, removed);
       }
       for (int col = b + 1 + kColumnsPerWarp * kReduceWarps + warp; col < blocks; col += kReduceWarps)
         if (tile_nonzero[int64_t(b) * blocks + col])
