@@ -9,6 +9,7 @@
 // draws the same distributions (not the same numbers: the kept counts differ by a few boxes).
 // Each GPU run is one whole call, sort and the count's copy to the host included: what a caller waits for.
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -87,10 +88,12 @@ int main(int argc, char** argv) {
       args,
       [&] {
         std::printf("\n== CPU, median of %d runs ==\n", args.cpu_reps);
-        run_all(Device::cpu(), "cpu", [&](const std::function<void()>& fn) { return bench::time_cpu_ms(fn, args.cpu_reps); });
+        run_all(Device::cpu(), "cpu",
+                [&](const std::function<void()>& fn) { return bench::time_cpu_ms(fn, args.cpu_reps); });
       },
       [&](const std::string& device) {
         std::printf("\n== GPU %s, CUDA events, median of %d runs after 10 warm-up ==\n", device.c_str(), args.gpu_reps);
-        run_all(Device::cuda(), device, [&](const std::function<void()>& fn) { return bench::time_gpu_ms(fn, args.gpu_reps); });
+        run_all(Device::cuda(), device,
+                [&](const std::function<void()>& fn) { return bench::time_gpu_ms(fn, args.gpu_reps); });
       });
 }

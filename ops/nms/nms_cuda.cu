@@ -251,7 +251,15 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
     order_low = lane < n ? order[lane] : 0;
     order_high = lane + 32 < n ? order[lane + 32] : 0;
   }
-  __syncthreads();
+  // The gather kernel's per-block verdicts on NaN / Inf, merged by the whole block (the barrier of this
+  // start-up as well).
+  int bad_box = 0, bad_score = 0;
+  for (int f = threadIdx.x; f < bad_flag_count; f += blockDim.x) {
+    bad_box |= bad_flags[f] & kBadBox;
+    bad_score |= bad_flags[f] & kBadScore;
+  }
+  bad_box = __syncthreads_or(bad_box);
+  bad_score = __syncthreads_or(bad_score);
 
   int64_t count = 0;  // kept so far (warp 0's copy is the one used)
   for (int b = 0; b < blocks; ++b) {
@@ -299,10 +307,8 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    int64_t bad = 0;
-    for (int f = 0; f < bad_flag_count; ++f) bad |= bad_flags[f];
     status[0] = count;
-    status[1] = bad;
+    status[1] = (bad_box ? kBadBox : 0) | (bad_score ? kBadScore : 0);
   }
 }
 
@@ -349,8 +355,8 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
     MINIDET_CUDA_CHECK(cudaFuncSetAttribute(nms_reduce_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(removed_bytes)));
   nms_reduce_kernel<<<1, kReduceWarps * 32, removed_bytes, stream>>>(
-      n, static_cast<int>(blocks), mask_words, nonzero, args.order.data<int64_t>(), bad_flags.data<uint8_t>(), gather_blocks,
-      keep.data<int64_t>(), status.data<int64_t>());
+      n, static_cast<int>(blocks), mask_words, nonzero, args.order.data<int64_t>(), bad_flags.data<uint8_t>(),
+      gather_blocks, keep.data<int64_t>(), status.data<int64_t>());
   MINIDET_CUDA_LAUNCH_CHECK("nms_reduce_kernel");
 
   // The one synchronisation: the result's length (and the finite-value check) must reach the host.
