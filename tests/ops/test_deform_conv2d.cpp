@@ -305,7 +305,8 @@ namespace {
 std::vector<Tensor> run_on(const Device& device, const std::vector<Tensor>& cpu_inputs, const Tensor& cpu_grad,
                            const DeformConv2dOptions& options) {
   TensorList leaves;
-  for (const Tensor& t : cpu_inputs) leaves.push_back(t.defined() ? t.to(device).requires_grad_() : Tensor());
+  for (const Tensor& t : cpu_inputs)  // fresh leaves on either device, never the caller's tensors
+    leaves.push_back(t.defined() ? (device.is_cuda() ? t.to(device) : t.clone()).requires_grad_() : Tensor());
   const Tensor y = deform_conv2d(leaves[0], leaves[1], leaves[2], leaves[3], leaves[4], options);
   y.backward(cpu_grad.to(device));
   std::vector<Tensor> results = {y.detach().cpu()};
