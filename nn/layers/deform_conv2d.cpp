@@ -1,7 +1,5 @@
 #include "nn/layers/deform_conv2d.h"
 
-#include <cmath>
-
 #include "core/factories.h"
 #include "nn/init/init.h"
 #include "ops/elementwise/unary.h"
@@ -28,12 +26,8 @@ DeformConv2d::DeformConv2d(int64_t in_channels, int64_t out_channels, int64_t ke
   MINIDET_CHECK(in_channels % offset_groups == 0, "DeformConv2d: in_channels ", in_channels,
                 " must be divisible by offset_groups ", offset_groups);
   weight = register_parameter("weight", empty({out_channels, in_channels / groups, kernel_h, kernel_w}));
-  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, "leaky_relu", options.generator);
-  if (options.bias) {
-    bias = register_parameter("bias", empty({out_channels}));
-    const double bound = 1.0 / std::sqrt(static_cast<double>(init::fan_in_and_out(weight).first));
-    init::uniform_(bias, -bound, bound, options.generator);
-  }
+  if (options.bias) bias = register_parameter("bias", empty({out_channels}));
+  init_conv_parameters(weight, bias, options.generator);
   // The predictor sees the same windows as the deformable conv, so its output is H_out x W_out.
   const DeformConv2dOptions& o = options.deform;
   Conv2dLayerOptions predictor;

@@ -8,7 +8,7 @@
 #include "core/factories.h"
 #include "core/reduce_sum.h"
 #include "ops/common/checks.h"
-#include "ops/conv2d/conv2d_gemm.h"
+#include "ops/conv2d/conv2d_lowering.h"
 #include "ops/conv2d/conv2d_kernels.h"
 
 namespace minidet {
@@ -31,13 +31,8 @@ ConvGeometry validate(const Tensor& input, const Tensor& weight, const Tensor& b
     MINIDET_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d: expected bias of shape (",
                   weight.size(0), ",) to match weight.size(0), got ", bias.sizes());
   }
-  MINIDET_CHECK(o.stride_h >= 1 && o.stride_w >= 1, "conv2d: stride must be >= 1, got (", o.stride_h, ", ",
-                o.stride_w, ")");
-  MINIDET_CHECK(o.dilation_h >= 1 && o.dilation_w >= 1, "conv2d: dilation must be >= 1, got (", o.dilation_h,
-                ", ", o.dilation_w, ")");
-  MINIDET_CHECK(o.pad_h >= 0 && o.pad_w >= 0, "conv2d: padding must be >= 0, got (", o.pad_h, ", ", o.pad_w, ")");
+  ops::detail::check_window(op, o);
   MINIDET_CHECK(o.groups >= 1, "conv2d: groups must be >= 1, got ", o.groups);
-  MINIDET_CHECK(o.max_column_bytes >= 1, "conv2d: max_column_bytes must be positive, got ", o.max_column_bytes);
   const int64_t out_channels = weight.size(0), kernel_h = weight.size(2), kernel_w = weight.size(3);
   MINIDET_CHECK(kernel_h >= 1 && kernel_w >= 1 && weight.size(1) >= 1, "conv2d: expected a non-empty kernel, got weight ",
                 weight.sizes());
@@ -46,25 +41,7 @@ ConvGeometry validate(const Tensor& input, const Tensor& weight, const Tensor& b
   MINIDET_CHECK(input.size(1) == weight.size(1) * o.groups, "conv2d: expected input with ",
                 weight.size(1) * o.groups, " channels (weight.size(1) = ", weight.size(1), " times groups = ",
                 o.groups, "), got input of shape ", input.sizes());
-  const int64_t padded_h = input.size(2) + 2 * o.pad_h, padded_w = input.size(3) + 2 * o.pad_w;
-  const int64_t extent_h = o.dilation_h * (kernel_h - 1) + 1, extent_w = o.dilation_w * (kernel_w - 1) + 1;
-  MINIDET_CHECK(extent_h <= padded_h && extent_w <= padded_w, "conv2d: kernel (", extent_h, " x ", extent_w,
-                " with dilation) is larger than the padded input (", padded_h, " x ", padded_w, ")");
-  ConvGeometry g;
-  g.channels = input.size(1);
-  g.height = input.size(2);
-  g.width = input.size(3);
-  g.kernel_h = kernel_h;
-  g.kernel_w = kernel_w;
-  g.stride_h = o.stride_h;
-  g.stride_w = o.stride_w;
-  g.pad_h = o.pad_h;
-  g.pad_w = o.pad_w;
-  g.dilation_h = o.dilation_h;
-  g.dilation_w = o.dilation_w;
-  g.out_h = (padded_h - extent_h) / o.stride_h + 1;
-  g.out_w = (padded_w - extent_w) / o.stride_w + 1;
-  return g;
+  return ops::detail::conv_geometry(op, input, kernel_h, kernel_w, o);
 }
 
 int64_t chunk_size(const ConvGeometry& g, int64_t batch, DType dtype, int64_t max_column_bytes) {
@@ -92,7 +69,7 @@ void col2im(const Tensor& cols, const Tensor& images, const ConvGeometry& g) {
   }
 }
 
-// Y = W @ cols for a chunk of B images (ops/conv2d/conv2d_gemm.h).
+// Y = W @ cols for a chunk of B images (ops/conv2d/conv2d_lowering.h).
 Tensor conv2d_forward_raw(const Tensor& input_any, const Tensor& weight_any, const Tensor& bias,
                           const ConvGeometry& g, int64_t groups, int64_t chunk) {
   NoGradGuard raw;

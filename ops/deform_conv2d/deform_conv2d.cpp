@@ -9,7 +9,7 @@
 #include "core/factories.h"
 #include "core/reduce_sum.h"
 #include "ops/common/checks.h"
-#include "ops/conv2d/conv2d_gemm.h"
+#include "ops/conv2d/conv2d_lowering.h"
 #include "ops/deform_conv2d/deform_conv2d_kernels.h"
 
 namespace minidet {
@@ -55,14 +55,7 @@ DeformGeometry validate(const Tensor& input, const Tensor& offset, const Tensor&
     check_operand(input, mask, "mask");
     ops::check_dim(kOp, mask, "mask (N, offset_groups*kh*kw, H_out, W_out)", 4);
   }
-  MINIDET_CHECK(o.stride_h >= 1 && o.stride_w >= 1, "deform_conv2d: stride must be >= 1, got (", o.stride_h, ", ",
-                o.stride_w, ")");
-  MINIDET_CHECK(o.dilation_h >= 1 && o.dilation_w >= 1, "deform_conv2d: dilation must be >= 1, got (",
-                o.dilation_h, ", ", o.dilation_w, ")");
-  MINIDET_CHECK(o.pad_h >= 0 && o.pad_w >= 0, "deform_conv2d: padding must be >= 0, got (", o.pad_h, ", ", o.pad_w,
-                ")");
-  MINIDET_CHECK(o.max_column_bytes >= 1, "deform_conv2d: max_column_bytes must be positive, got ",
-                o.max_column_bytes);
+  ops::detail::check_window(kOp, o);
   const int64_t in_channels = input.size(1), out_channels = weight.size(0);
   const int64_t kernel_h = weight.size(2), kernel_w = weight.size(3), taps = kernel_h * kernel_w;
   MINIDET_CHECK(kernel_h >= 1 && kernel_w >= 1 && weight.size(1) >= 1,
@@ -80,26 +73,7 @@ DeformGeometry validate(const Tensor& input, const Tensor& offset, const Tensor&
   const int64_t offset_groups = offset.size(1) / (2 * taps);
   MINIDET_CHECK(in_channels % offset_groups == 0, "deform_conv2d: expected input channels C_in = ", in_channels,
                 " divisible by offset_groups = ", offset_groups, " (offset.size(1) / (2*kh*kw))");
-  const int64_t padded_h = input.size(2) + 2 * o.pad_h, padded_w = input.size(3) + 2 * o.pad_w;
-  const int64_t extent_h = o.dilation_h * (kernel_h - 1) + 1, extent_w = o.dilation_w * (kernel_w - 1) + 1;
-  MINIDET_CHECK(extent_h <= padded_h && extent_w <= padded_w, "deform_conv2d: output size would be below 1: kernel (",
-                extent_h, " x ", extent_w, " with dilation) is larger than the padded input (", padded_h, " x ",
-                padded_w, ")");
-  DeformGeometry g;
-  g.channels = in_channels;
-  g.height = input.size(2);
-  g.width = input.size(3);
-  g.kernel_h = kernel_h;
-  g.kernel_w = kernel_w;
-  g.stride_h = o.stride_h;
-  g.stride_w = o.stride_w;
-  g.pad_h = o.pad_h;
-  g.pad_w = o.pad_w;
-  g.dilation_h = o.dilation_h;
-  g.dilation_w = o.dilation_w;
-  g.out_h = (padded_h - extent_h) / o.stride_h + 1;
-  g.out_w = (padded_w - extent_w) / o.stride_w + 1;
-  g.offset_groups = offset_groups;
+  const DeformGeometry g(ops::detail::conv_geometry(kOp, input, kernel_h, kernel_w, o), offset_groups);
   const int64_t batch = input.size(0);
   check_per_sample(offset, "offset", 2 * offset_groups * taps, "2*offset_groups*kh*kw", batch, g);
   if (mask.defined()) check_per_sample(mask, "mask", offset_groups * taps, "offset_groups*kh*kw", batch, g);

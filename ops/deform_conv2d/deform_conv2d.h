@@ -41,7 +41,7 @@
 //   fixed order: the same bits every run. The CPU gives each thread whole offset groups of one image, which
 //   own disjoint channels of dx, so it never races and always sums in one order.
 // - Images go in chunks whose column buffer stays under max_column_bytes, as in conv2d, and backward
-//   recomputes the columns instead of saving them. The GEMMs are conv2d's (ops/conv2d/conv2d_gemm.h).
+//   recomputes the columns instead of saving them. The GEMMs are conv2d's (ops/conv2d/conv2d_lowering.h).
 //
 // float32 and float64, CPU (Eigen) and CUDA (cuBLAS, FP32 without TF32). Inputs may be non-contiguous.
 // A batch of 0 gives an empty (0, C_out, H_out, W_out) output and zero gradients.
@@ -50,24 +50,13 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/conv2d/conv2d.h"
 
 namespace minidet {
 
-struct DeformConv2dOptions {
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t pad_h = 0, pad_w = 0;
-  int64_t dilation_h = 1, dilation_w = 1;
-  // Upper bound for one column buffer, as Conv2dOptions::max_column_bytes (one image always fits).
-  int64_t max_column_bytes = int64_t(64) << 20;
-
-  DeformConv2dOptions& set_stride(int64_t s) { return set_stride(s, s); }
-  DeformConv2dOptions& set_stride(int64_t h, int64_t w) { stride_h = h; stride_w = w; return *this; }
-  DeformConv2dOptions& set_padding(int64_t p) { return set_padding(p, p); }
-  DeformConv2dOptions& set_padding(int64_t h, int64_t w) { pad_h = h; pad_w = w; return *this; }
-  DeformConv2dOptions& set_dilation(int64_t d) { return set_dilation(d, d); }
-  DeformConv2dOptions& set_dilation(int64_t h, int64_t w) { dilation_h = h; dilation_w = w; return *this; }
-  DeformConv2dOptions& set_max_column_bytes(int64_t bytes) { max_column_bytes = bytes; return *this; }
-};
+// stride, padding, dilation and max_column_bytes, with conv2d's meaning and setters (ops/conv2d/conv2d.h).
+// groups and offset groups are not options: they are read from the shapes.
+struct DeformConv2dOptions : ConvWindowSetters<DeformConv2dOptions> {};
 
 // Differentiable w.r.t. input, offset, weight, bias and mask. Pass an undefined Tensor() for no bias and
 // for no mask (DCNv1).

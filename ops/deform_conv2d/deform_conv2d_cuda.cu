@@ -51,22 +51,32 @@ struct SampleIndex {
   }
 };
 
+// A sample located once for all channels of its offset group: where it lands, its mask value (1 without a
+// mask), and the group's channels [first_channel, end_channel).
 template <typename T>
-__device__ BilinearSample<T> locate(const SampleIndex& si, const T* offset, const DeformGeometry& g) {
-  const int64_t dy = si.dy_index(g);
-  return locate_sample<T>(g, si.tap / g.kernel_w, si.tap % g.kernel_w, si.pos / g.out_w, si.pos % g.out_w,
-                          offset[dy], offset[dy + g.out_hw()]);
-}
+struct LocatedSample : SampleIndex {
+  BilinearSample<T> at;
+  T mask;
+  int64_t first_channel, end_channel;
+  __device__ LocatedSample(int64_t s, const T* offset, const T* mask_data, const DeformGeometry& g) : SampleIndex(s, g) {
+    const int64_t dy = dy_index(g);
+    at = locate_sample<T>(g, tap / g.kernel_w, tap % g.kernel_w, pos / g.out_w, pos % g.out_w, offset[dy],
+                          offset[dy + g.out_hw()]);
+    mask = mask_data ? mask_data[mask_index(g)] : T(1);
+    first_channel = group * g.channels_per_offset_group();
+    end_channel = first_channel + g.channels_per_offset_group();
+  }
+};
 
 template <typename T>
 __global__ void deform_im2col_kernel(int64_t samples, const T* input, const T* offset, const T* mask, T* cols,
                                      DeformGeometry g) {
   MINIDET_KERNEL_LOOP(s, samples) {
-    const SampleIndex si(s, g);
-    const BilinearSample<T> sample = locate(si, offset, g);
-    const T m = mask ? mask[si.mask_index(g)] : T(1);
-    const int64_t group_channels = g.channels_per_offset_group(), plane_size = g.height * g.width;
-    for (int64_t c = si.group * group_channels; c < (si.group + 1) * group_channels; ++c) {
+    const LocatedSample<T> si(s, offset, mask, g);
+    const BilinearSample<T>& sample = si.at;
+    const T m = si.mask;
+    const int64_t plane_size = g.height * g.width;
+    for (int64_t c = si.first_channel; c < si.end_channel; ++c) {
       T value = T(0);
       if (sample.valid) {
         T v[4];
@@ -84,12 +94,12 @@ __global__ void deform_col2im_fused_kernel(int64_t samples, const T* grad_cols, 
                                            const T* mask, T* grad_input, T* grad_offset, T* grad_mask, T* cols,
                                            DeformGeometry g) {
   MINIDET_KERNEL_LOOP(s, samples) {
-    const SampleIndex si(s, g);
-    const BilinearSample<T> sample = locate(si, offset, g);
-    const T m = mask ? mask[si.mask_index(g)] : T(1);
-    const int64_t group_channels = g.channels_per_offset_group(), plane_size = g.height * g.width;
+    const LocatedSample<T> si(s, offset, mask, g);
+    const BilinearSample<T>& sample = si.at;
+    const T m = si.mask;
+    const int64_t plane_size = g.height * g.width;
     T sum_dy = 0, sum_dx = 0, sum_value = 0;
-    for (int64_t c = si.group * group_channels; c < (si.group + 1) * group_channels; ++c) {
+    for (int64_t c = si.first_channel; c < si.end_channel; ++c) {
       const int64_t column = si.column_index(g, c);
       if (!sample.valid) {
         if (cols) cols[column] = T(0);
@@ -125,9 +135,9 @@ template <typename T>
 __global__ void list_neighbours_kernel(int64_t samples, const T* offset, const T* mask, DeformGeometry g,
                                        int64_t key_none, int64_t* keys, int64_t* ids, T* weights) {
   MINIDET_KERNEL_LOOP(s, samples) {
-    const SampleIndex si(s, g);
-    const BilinearSample<T> sample = locate(si, offset, g);
-    const T m = mask ? mask[si.mask_index(g)] : T(1);
+    const LocatedSample<T> si(s, offset, mask, g);
+    const BilinearSample<T>& sample = si.at;
+    const T m = si.mask;
     for (int r = 0; r < 4; ++r) {
       const int64_t id = s * 4 + r, y = sample.y0 + r / 2, x = sample.x0 + r % 2;
       const bool feeds = sample.valid && neighbour_inside(y, x, g.height, g.width);

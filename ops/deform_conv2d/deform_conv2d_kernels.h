@@ -14,19 +14,17 @@
 
 #include "core/macros.h"
 #include "core/tensor.h"
+#include "ops/conv2d/conv2d_kernels.h"
 
 namespace minidet::ops::detail {
 
-struct DeformGeometry {
-  int64_t channels, height, width;  // of one input image
-  int64_t kernel_h, kernel_w;
-  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  int64_t out_h, out_w;
+// conv2d's geometry (ops/conv2d/conv2d_kernels.h) and the number of offset groups.
+struct DeformGeometry : ConvGeometry {
   int64_t offset_groups;
+  DeformGeometry(const ConvGeometry& conv, int64_t groups) : ConvGeometry(conv), offset_groups(groups) {}
   MINIDET_HOST_DEVICE int64_t taps() const { return kernel_h * kernel_w; }
   MINIDET_HOST_DEVICE int64_t out_hw() const { return out_h * out_w; }
   MINIDET_HOST_DEVICE int64_t channels_per_offset_group() const { return channels / offset_groups; }
-  int64_t column_rows() const { return channels * taps(); }
 };
 
 // Where one sample lands and how it mixes its four neighbours. Neighbour r in 0..3 is (y0 + r/2, x0 + r%2)

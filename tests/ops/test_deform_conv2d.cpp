@@ -270,9 +270,9 @@ TEST_CASE("errors/deform_conv2d: channels shapes groups output size dtypes and o
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, zeros({3, 3, 3, 3})), "divisible by groups = 2");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, zeros({2, 72, 3, 3}), w), "divisible by offset_groups = 4");
   // Output size below 1.
-  CHECK_THROWS_CONTAINING(deform_conv2d(zeros({1, 6, 2, 5}), zeros({1, 18, 1, 3}), w), "output size would be below 1");
+  CHECK_THROWS_CONTAINING(deform_conv2d(zeros({1, 6, 2, 5}), zeros({1, 18, 1, 3}), w), "the output size would be below 1");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w, Tensor(), Tensor(), DeformConv2dOptions().set_dilation(3)),
-                          "output size would be below 1");
+                          "the output size would be below 1");
   // Dtypes, dims, bias, options.
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset.to(kFloat64), w), "of the same dtype");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w.to(kFloat64)), "of the same dtype");

@@ -1,11 +1,44 @@
-// The GEMMs of the im2col lowering (see conv2d_gemm.h), through ops/matmul/gemm.h.
-#include "ops/conv2d/conv2d_gemm.h"
+// The shared parts of the im2col lowering (see conv2d_lowering.h); the GEMMs go through ops/matmul/gemm.h.
+#include "ops/conv2d/conv2d_lowering.h"
 
 #include <algorithm>
 
 #include "ops/matmul/gemm.h"
 
 namespace minidet::ops::detail {
+
+void check_window(const char* op, const ConvWindow& o) {
+  MINIDET_CHECK(o.stride_h >= 1 && o.stride_w >= 1, op, ": stride must be >= 1, got (", o.stride_h, ", ", o.stride_w,
+                ")");
+  MINIDET_CHECK(o.dilation_h >= 1 && o.dilation_w >= 1, op, ": dilation must be >= 1, got (", o.dilation_h, ", ",
+                o.dilation_w, ")");
+  MINIDET_CHECK(o.pad_h >= 0 && o.pad_w >= 0, op, ": padding must be >= 0, got (", o.pad_h, ", ", o.pad_w, ")");
+  MINIDET_CHECK(o.max_column_bytes >= 1, op, ": max_column_bytes must be positive, got ", o.max_column_bytes);
+}
+
+ConvGeometry conv_geometry(const char* op, const Tensor& input, int64_t kernel_h, int64_t kernel_w,
+                           const ConvWindow& o) {
+  const int64_t padded_h = input.size(2) + 2 * o.pad_h, padded_w = input.size(3) + 2 * o.pad_w;
+  const int64_t extent_h = o.dilation_h * (kernel_h - 1) + 1, extent_w = o.dilation_w * (kernel_w - 1) + 1;
+  MINIDET_CHECK(extent_h <= padded_h && extent_w <= padded_w, op, ": kernel (", extent_h, " x ", extent_w,
+                " with dilation) is larger than the padded input (", padded_h, " x ", padded_w,
+                "): the output size would be below 1");
+  ConvGeometry g;
+  g.channels = input.size(1);
+  g.height = input.size(2);
+  g.width = input.size(3);
+  g.kernel_h = kernel_h;
+  g.kernel_w = kernel_w;
+  g.stride_h = o.stride_h;
+  g.stride_w = o.stride_w;
+  g.pad_h = o.pad_h;
+  g.pad_w = o.pad_w;
+  g.dilation_h = o.dilation_h;
+  g.dilation_w = o.dilation_w;
+  g.out_h = (padded_h - extent_h) / o.stride_h + 1;
+  g.out_w = (padded_w - extent_w) / o.stride_w + 1;
+  return g;
+}
 
 int64_t images_per_chunk(int64_t bytes_per_image, int64_t batch, int64_t max_column_bytes) {
   if (batch <= 1 || bytes_per_image == 0) return std::max<int64_t>(batch, 1);

@@ -1,5 +1,6 @@
-// The three GEMMs of an im2col convolution and the chunk size that bounds its column buffer, shared by
-// conv2d and deform_conv2d (their math: ops/conv2d/conv2d.h). Raw, not recorded by autograd.
+// What every im2col convolution shares (conv2d and deform_conv2d; the math: ops/conv2d/conv2d.h): the checks
+// of its window, its geometry, the chunk size that bounds its column buffer, and its three GEMMs. Raw, not
+// recorded by autograd.
 //
 // For a chunk of B images, with columns cols (B, rows, out_hw), rows = C_in*kh*kw, whose group blocks are
 // contiguous (rows/groups each), weight (C_out, C_in/groups, kh, kw), and out / grad_out (B, C_out, out_hw):
@@ -13,8 +14,17 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/conv2d/conv2d.h"
+#include "ops/conv2d/conv2d_kernels.h"
 
 namespace minidet::ops::detail {
+
+// Stride and dilation >= 1, padding >= 0, max_column_bytes > 0; errors name `op`.
+void check_window(const char* op, const ConvWindow& window);
+// The geometry of input (N, C, H, W) under a kernel_h x kernel_w kernel and the window, after checking that
+// the dilated kernel fits the padded input (an output of at least 1 x 1).
+ConvGeometry conv_geometry(const char* op, const Tensor& input, int64_t kernel_h, int64_t kernel_w,
+                           const ConvWindow& window);
 
 // Images per chunk so that one chunk's columns stay under max_column_bytes (at least 1, at most batch).
 int64_t images_per_chunk(int64_t bytes_per_image, int64_t batch, int64_t max_column_bytes);
