@@ -11,10 +11,12 @@
 #include "ops/common/checks.h"
 #include "ops/conv2d/conv2d_lowering.h"
 #include "ops/deform_conv2d/deform_conv2d_kernels.h"
+#include "ops/matmul/gemm.h"
 
 namespace minidet {
 namespace {
 
+using ops::detail::ColumnLayout;
 using ops::detail::DeformBackwardOutputs;
 using ops::detail::DeformGeometry;
 
@@ -80,9 +82,13 @@ DeformGeometry validate(const Tensor& input, const Tensor& offset, const Tensor&
   return g;
 }
 
+// conv2d's bound on the images per chunk, then the chunks evened out: 8 images under a bound of 7 go as 4 + 4,
+// not 7 + 1 (a chunk of one image is too little work to fill a GPU).
 int64_t chunk_size(const DeformGeometry& g, int64_t batch, DType dtype, int64_t max_column_bytes) {
   const int64_t bytes_per_image = g.column_rows() * g.out_hw() * static_cast<int64_t>(element_size(dtype));
-  return ops::detail::images_per_chunk(bytes_per_image, batch, max_column_bytes);
+  const int64_t most = ops::detail::images_per_chunk(bytes_per_image, batch, max_column_bytes);
+  const int64_t chunks = (batch + most - 1) / most;
+  return chunks <= 1 ? most : (batch + chunks - 1) / chunks;
 }
 
 int64_t groups_of(const Tensor& input, const Tensor& weight) { return input.size(1) / weight.size(1); }
@@ -92,13 +98,13 @@ Tensor narrow_or_undefined(const Tensor& t, int64_t start, int64_t length) {
 }
 
 void deform_im2col(const Tensor& input, const Tensor& offset, const Tensor& mask, const Tensor& cols,
-                   const DeformGeometry& g) {
+                   const ColumnLayout& layout, const DeformGeometry& g) {
   if (input.is_cuda()) {
 #if MINIDET_WITH_CUDA
-    ops::detail::deform_im2col_cuda(input, offset, mask, cols, g);
+    ops::detail::deform_im2col_cuda(input, offset, mask, cols, layout, g);
 #endif
   } else {
-    ops::detail::deform_im2col_cpu(input, offset, mask, cols, g);
+    ops::detail::deform_im2col_cpu(input, offset, mask, cols, layout, g);
   }
 }
 
@@ -130,7 +136,7 @@ Tensor deform_conv2d_forward_raw(const Operands& x, const Tensor& bias, const De
     const int64_t b_count = std::min(chunk, batch - start);
     const Tensor cols_chunk = cols.narrow(0, 0, b_count);
     deform_im2col(x.input.narrow(0, start, b_count), x.offset.narrow(0, start, b_count),
-                  narrow_or_undefined(x.mask, start, b_count), cols_chunk, g);
+                  narrow_or_undefined(x.mask, start, b_count), cols_chunk, ColumnLayout::per_image(g), g);
     Tensor out_chunk = output.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
     double beta = 0.0;
     if (bias.defined()) {  // start from the bias and let the GEMM add onto it (beta = 1)
@@ -162,28 +168,39 @@ DeformGrads deform_conv2d_backward_raw(const Tensor& grad_any, const Operands& x
   if (need_weight) grads.weight = zeros(x.weight.sizes(), x.weight.options());  // accumulated over images
   const bool need_sampling_grads = needs[0] || needs[1] || need_mask;
   if (!need_sampling_grads && !need_weight) return grads;
-  Tensor cols = need_weight ? empty({chunk, rows, out_hw}, x.input.options()) : Tensor();
-  Tensor grad_cols = need_sampling_grads ? empty({chunk, rows, out_hw}, x.input.options()) : Tensor();
+  // Flat buffers: a chunk of b images uses the first b*rows*out_hw elements, in its own layout.
+  Tensor cols = need_weight ? empty({chunk * rows * out_hw}, x.input.options()) : Tensor();
+  Tensor grad_cols = need_sampling_grads ? empty({chunk * rows * out_hw}, x.input.options()) : Tensor();
   for (int64_t start = 0; start < batch; start += chunk) {
     const int64_t b_count = std::min(chunk, batch - start);
     const Tensor grad_chunk = grad_out.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
     const Tensor input = x.input.narrow(0, start, b_count), offset = x.offset.narrow(0, start, b_count);
     const Tensor mask = narrow_or_undefined(x.mask, start, b_count);
-    const Tensor cols_chunk = need_weight ? cols.narrow(0, 0, b_count) : Tensor();
+    // The columns for dW: rows first, so that the chunk is one (rows, b*out_hw) matrix.
+    const Tensor cols_chunk = need_weight ? cols.narrow(0, 0, b_count * rows * out_hw) : Tensor();
+    const ColumnLayout cols_layout = ColumnLayout::rows_first(g, b_count);
     if (need_sampling_grads) {
       // dcols = W^T dY, then one pass over the samples gives dx, d offset, d mask and the columns for dW.
-      const Tensor grad_cols_chunk = grad_cols.narrow(0, 0, b_count);
+      const Tensor grad_cols_chunk = grad_cols.narrow(0, 0, b_count * rows * out_hw).view({b_count, rows, out_hw});
       ops::detail::output_grad_to_columns(x.weight, grad_chunk, grad_cols_chunk, groups);
       DeformBackwardOutputs out;
       out.grad_input = narrow_or_undefined(grads.input, start, b_count);
       out.grad_offset = narrow_or_undefined(grads.offset, start, b_count);
       out.grad_mask = narrow_or_undefined(grads.mask, start, b_count);
       out.cols = cols_chunk;
+      out.cols_layout = cols_layout;
       deform_col2im(grad_cols_chunk, input, offset, mask, g, out);
     } else {
-      deform_im2col(input, offset, mask, cols_chunk, g);
+      deform_im2col(input, offset, mask, cols_chunk, cols_layout, g);
     }
-    if (need_weight) ops::detail::accumulate_weight_grad(grad_chunk, cols_chunk, grads.weight, groups);
+    if (need_weight) {
+      // dW_g += dY_g (C_out/G, b*out_hw) @ cols_g^T: one GEMM for the chunk, the groups as the GEMM batch.
+      // dY is (b, C_out, out_hw) in memory; one copy puts it in (C_out, b, out_hw) to match the columns.
+      const int64_t out_g = out_channels / groups, rows_g = rows / groups;
+      const Tensor grad_by_channel = grad_chunk.transpose(0, 1).contiguous().view({groups, out_g, b_count * out_hw});
+      ops::gemm_batched(grad_by_channel, cols_chunk.view({groups, rows_g, b_count * out_hw}).transpose(1, 2),
+                        grads.weight.view({groups, out_g, rows_g}), 1.0, 1.0);
+    }
   }
   return grads;
 }

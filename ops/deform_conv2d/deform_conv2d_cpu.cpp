@@ -30,7 +30,8 @@ void locate_tap(const DeformGeometry& g, int64_t tap, const T* offset_dy, const 
 }
 
 template <typename T>
-void im2col_kernel(const T* input, const T* offset, const T* mask, T* cols, int64_t batch, const DeformGeometry& g) {
+void im2col_kernel(const T* input, const T* offset, const T* mask, T* cols, const ColumnLayout& layout, int64_t batch,
+                   const DeformGeometry& g) {
   const int64_t taps = g.taps(), out_hw = g.out_hw(), group_channels = g.channels_per_offset_group();
   const int64_t units = batch * g.offset_groups * taps;
 #pragma omp parallel if (units * group_channels * out_hw > kParallelAbove)
@@ -46,7 +47,7 @@ void im2col_kernel(const T* input, const T* offset, const T* mask, T* cols, int6
       for (int64_t cg = 0; cg < group_channels; ++cg) {
         const int64_t c = group * group_channels + cg;
         const T* plane = input + (b * g.channels + c) * g.height * g.width;
-        T* row = cols + ((b * g.channels + c) * taps + tap) * out_hw;
+        T* row = cols + layout.index(b, c * taps + tap, 0);
         for (int64_t pos = 0; pos < out_hw; ++pos) {
           const BilinearSample<T>& s = samples[pos];
           T value = T(0);
@@ -64,7 +65,8 @@ void im2col_kernel(const T* input, const T* offset, const T* mask, T* cols, int6
 
 template <typename T>
 void col2im_kernel(const T* grad_cols, const T* input, const T* offset, const T* mask, T* grad_input,
-                   T* grad_offset, T* grad_mask, T* cols, int64_t batch, const DeformGeometry& g) {
+                   T* grad_offset, T* grad_mask, T* cols, const ColumnLayout& layout, int64_t batch,
+                   const DeformGeometry& g) {
   const int64_t taps = g.taps(), out_hw = g.out_hw(), group_channels = g.channels_per_offset_group();
   const int64_t plane_size = g.height * g.width, units = batch * g.offset_groups;
 #pragma omp parallel if (units * taps * group_channels * out_hw > kParallelAbove)
@@ -86,18 +88,19 @@ void col2im_kernel(const T* grad_cols, const T* input, const T* offset, const T*
           const int64_t c = group * group_channels + cg;
           const T* plane = input + (b * g.channels + c) * plane_size;
           T* grad_plane = grad_input ? grad_input + (b * g.channels + c) * plane_size : nullptr;
-          const int64_t row = ((b * g.channels + c) * taps + tap) * out_hw;
+          const T* grad_row = grad_cols + ((b * g.channels + c) * taps + tap) * out_hw;
+          T* cols_row = cols ? cols + layout.index(b, c * taps + tap, 0) : nullptr;
           for (int64_t pos = 0; pos < out_hw; ++pos) {
             const BilinearSample<T>& s = samples[pos];
             if (!s.valid) {
-              if (cols) cols[row + pos] = T(0);
+              if (cols_row) cols_row[pos] = T(0);
               continue;
             }
-            const T m = tap_mask ? tap_mask[pos] : T(1), grad_col = grad_cols[row + pos];
+            const T m = tap_mask ? tap_mask[pos] : T(1), grad_col = grad_row[pos];
             T v[4];
             read_neighbours(plane, s, g.height, g.width, v);
             const T value = interpolate(s, v);
-            if (cols) cols[row + pos] = m * value;
+            if (cols_row) cols_row[pos] = m * value;
             sum_value[pos] += grad_col * value;
             sum_dy[pos] += grad_col * interpolate_dy(s, v);
             sum_dx[pos] += grad_col * interpolate_dx(s, v);
@@ -132,10 +135,10 @@ T* data_or_null(const Tensor& t) {
 }  // namespace
 
 void deform_im2col_cpu(const Tensor& input, const Tensor& offset, const Tensor& mask, const Tensor& cols,
-                       const DeformGeometry& g) {
+                       const ColumnLayout& layout, const DeformGeometry& g) {
   MINIDET_DISPATCH_FLOATING(input.dtype(), "deform_conv2d", [&] {
     im2col_kernel<scalar_t>(input.data<scalar_t>(), offset.data<scalar_t>(), data_or_null<scalar_t>(mask),
-                            cols.data<scalar_t>(), input.size(0), g);
+                            cols.data<scalar_t>(), layout, input.size(0), g);
   });
 }
 
@@ -146,7 +149,7 @@ void deform_col2im_cpu(const Tensor& grad_cols, const Tensor& input, const Tenso
                             data_or_null<scalar_t>(mask), data_or_null<scalar_t>(out.grad_input),
                             data_or_null<scalar_t>(out.grad_offset),
                             data_or_null<scalar_t>(out.grad_mask), data_or_null<scalar_t>(out.cols),
-                            input.size(0), g);
+                            out.cols_layout, input.size(0), g);
   });
 }
 

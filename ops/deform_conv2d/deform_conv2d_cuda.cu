@@ -30,7 +30,7 @@
 namespace minidet::ops::detail {
 namespace {
 
-// The coordinates of sample s = ((b*G + group)*taps + tap)*out_hw + pos, the thread index of both kernels.
+// The coordinates of sample s = ((b*G + group)*taps + tap)*out_hw + pos, the thread index of the kernels.
 struct SampleIndex {
   int64_t b, group, tap, pos, b_group;
   __device__ SampleIndex(int64_t s, const DeformGeometry& g) {
@@ -45,86 +45,106 @@ struct SampleIndex {
     return (b_group * 2 * g.taps() + 2 * tap) * g.out_hw() + pos;
   }
   __device__ int64_t mask_index(const DeformGeometry& g) const { return (b_group * g.taps() + tap) * g.out_hw() + pos; }
-  // Column entry (and grad_cols entry) of channel c of this image.
-  __device__ int64_t column_index(const DeformGeometry& g, int64_t c) const {
-    return ((b * g.channels + c) * g.taps() + tap) * g.out_hw() + pos;
-  }
+  __device__ int64_t first_channel(const DeformGeometry& g) const { return group * g.channels_per_offset_group(); }
 };
 
-// A sample located once for all channels of its offset group: where it lands, its mask value (1 without a
-// mask), and the group's channels [first_channel, end_channel).
+// A sample located once for every channel of its offset group: its bilinear weights and mask value (1 without
+// a mask), and each neighbour as an offset inside a channel plane, so that the channel loop below does no
+// index arithmetic beyond moving its pointers by one plane. A neighbour outside the map has inside = false:
+// it is never read (it reads as 0) and never written.
 template <typename T>
 struct LocatedSample : SampleIndex {
   BilinearSample<T> at;
   T mask;
-  int64_t first_channel, end_channel;
+  int64_t neighbour[4];
+  bool inside[4];
   __device__ LocatedSample(int64_t s, const T* offset, const T* mask_data, const DeformGeometry& g) : SampleIndex(s, g) {
     const int64_t dy = dy_index(g);
     at = locate_sample<T>(g, tap / g.kernel_w, tap % g.kernel_w, pos / g.out_w, pos % g.out_w, offset[dy],
                           offset[dy + g.out_hw()]);
     mask = mask_data ? mask_data[mask_index(g)] : T(1);
-    first_channel = group * g.channels_per_offset_group();
-    end_channel = first_channel + g.channels_per_offset_group();
+    for (int r = 0; r < 4; ++r) {
+      const int64_t y = at.y0 + r / 2, x = at.x0 + r % 2;
+      inside[r] = at.valid && neighbour_inside(y, x, g.height, g.width);
+      neighbour[r] = inside[r] ? y * g.width + x : 0;
+    }
+  }
+  __device__ void read(const T* __restrict__ plane, T v[4]) const {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) v[r] = inside[r] ? plane[neighbour[r]] : T(0);
   }
 };
 
 template <typename T>
-__global__ void deform_im2col_kernel(int64_t samples, const T* input, const T* offset, const T* mask, T* cols,
+__global__ void deform_im2col_kernel(int64_t samples, const T* __restrict__ input, const T* __restrict__ offset,
+                                     const T* __restrict__ mask, T* __restrict__ cols, ColumnLayout layout,
                                      DeformGeometry g) {
+  const int64_t plane_size = g.height * g.width, group_channels = g.channels_per_offset_group();
   MINIDET_KERNEL_LOOP(s, samples) {
     const LocatedSample<T> si(s, offset, mask, g);
-    const BilinearSample<T>& sample = si.at;
-    const T m = si.mask;
-    const int64_t plane_size = g.height * g.width;
-    for (int64_t c = si.first_channel; c < si.end_channel; ++c) {
-      T value = T(0);
-      if (sample.valid) {
-        T v[4];
-        read_neighbours(input + (si.b * g.channels + c) * plane_size, sample, g.height, g.width, v);
-        value = m * interpolate(sample, v);
-      }
-      cols[si.column_index(g, c)] = value;
+    const int64_t c0 = si.first_channel(g);
+    const T* plane = input + (si.b * g.channels + c0) * plane_size;
+    T* col = cols + layout.index(si.b, c0 * g.taps() + si.tap, si.pos);
+    const int64_t col_step = g.taps() * layout.row_stride;  // next channel, same tap
+#pragma unroll 4
+    for (int64_t c = 0; c < group_channels; ++c, plane += plane_size, col += col_step) {
+      T v[4];
+      si.read(plane, v);
+      *col = si.at.valid ? si.mask * interpolate(si.at, v) : T(0);
     }
   }
 }
 
-// Any output pointer may be null (not needed). grad_input: atomicAdd into a zeroed buffer.
+// Any output pointer may be null (not needed). grad_input: atomicAdd into a zeroed buffer. grad_cols is
+// per_image; cols is written in `layout`.
 template <typename T>
-__global__ void deform_col2im_fused_kernel(int64_t samples, const T* grad_cols, const T* input, const T* offset,
-                                           const T* mask, T* grad_input, T* grad_offset, T* grad_mask, T* cols,
+__global__ void deform_col2im_fused_kernel(int64_t samples, const T* __restrict__ grad_cols,
+                                           const T* __restrict__ input, const T* __restrict__ offset,
+                                           const T* __restrict__ mask, T* grad_input, T* __restrict__ grad_offset,
+                                           T* __restrict__ grad_mask, T* __restrict__ cols, ColumnLayout layout,
                                            DeformGeometry g) {
+  const int64_t plane_size = g.height * g.width, group_channels = g.channels_per_offset_group();
+  const int64_t taps = g.taps(), out_hw = g.out_hw();
   MINIDET_KERNEL_LOOP(s, samples) {
     const LocatedSample<T> si(s, offset, mask, g);
-    const BilinearSample<T>& sample = si.at;
-    const T m = si.mask;
-    const int64_t plane_size = g.height * g.width;
+    const int64_t c0 = si.first_channel(g);
+    const int64_t col_step = taps * layout.row_stride;
+    T* col = cols ? cols + layout.index(si.b, c0 * taps + si.tap, si.pos) : nullptr;
     T sum_dy = 0, sum_dx = 0, sum_value = 0;
-    for (int64_t c = si.first_channel; c < si.end_channel; ++c) {
-      const int64_t column = si.column_index(g, c);
-      if (!sample.valid) {
-        if (cols) cols[column] = T(0);
-        continue;
-      }
-      const int64_t plane = (si.b * g.channels + c) * plane_size;
-      T v[4];
-      read_neighbours(input + plane, sample, g.height, g.width, v);
-      const T value = interpolate(sample, v), grad_col = grad_cols[column];
-      if (cols) cols[column] = m * value;
-      sum_value += grad_col * value;
-      sum_dy += grad_col * interpolate_dy(sample, v);
-      sum_dx += grad_col * interpolate_dx(sample, v);
-      if (grad_input) {
-        for (int r = 0; r < 4; ++r) {
-          const int64_t y = sample.y0 + r / 2, x = sample.x0 + r % 2;
-          if (neighbour_inside(y, x, g.height, g.width))
-            atomicAdd(grad_input + plane + y * g.width + x, m * neighbour_weight(sample, r) * grad_col);
+    if (!si.at.valid) {  // samples nothing: zero columns, zero offset and mask gradients
+      if (col)
+        for (int64_t c = 0; c < group_channels; ++c, col += col_step) *col = T(0);
+    } else {
+      const T* plane = input + (si.b * g.channels + c0) * plane_size;
+      T* grad_plane = grad_input ? grad_input + (si.b * g.channels + c0) * plane_size : nullptr;
+      const T* grad_col = grad_cols + ((si.b * g.channels + c0) * taps + si.tap) * out_hw + si.pos;
+      T weight[4];  // m * bilinear weight: what one unit of dcols sends to each neighbour
+#pragma unroll
+      for (int r = 0; r < 4; ++r) weight[r] = si.mask * neighbour_weight(si.at, r);
+#pragma unroll 2
+      for (int64_t c = 0; c < group_channels; ++c, plane += plane_size, grad_col += taps * out_hw) {
+        T v[4];
+        si.read(plane, v);
+        const T value = interpolate(si.at, v), dcol = *grad_col;
+        if (col) {
+          *col = si.mask * value;
+          col += col_step;
+        }
+        sum_value += dcol * value;
+        sum_dy += dcol * interpolate_dy(si.at, v);
+        sum_dx += dcol * interpolate_dx(si.at, v);
+        if (grad_plane) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            if (si.inside[r]) atomicAdd(grad_plane + si.neighbour[r], weight[r] * dcol);
+          grad_plane += plane_size;
         }
       }
     }
     if (grad_offset) {
       const int64_t dy = si.dy_index(g);
-      grad_offset[dy] = m * sum_dy;
-      grad_offset[dy + g.out_hw()] = m * sum_dx;
+      grad_offset[dy] = si.mask * sum_dy;
+      grad_offset[dy + out_hw] = si.mask * sum_dx;
     }
     if (grad_mask) grad_mask[si.mask_index(g)] = sum_value;
   }
@@ -136,14 +156,11 @@ __global__ void list_neighbours_kernel(int64_t samples, const T* offset, const T
                                        int64_t key_none, int64_t* keys, int64_t* ids, T* weights) {
   MINIDET_KERNEL_LOOP(s, samples) {
     const LocatedSample<T> si(s, offset, mask, g);
-    const BilinearSample<T>& sample = si.at;
-    const T m = si.mask;
     for (int r = 0; r < 4; ++r) {
-      const int64_t id = s * 4 + r, y = sample.y0 + r / 2, x = sample.x0 + r % 2;
-      const bool feeds = sample.valid && neighbour_inside(y, x, g.height, g.width);
-      keys[id] = feeds ? (si.b_group * g.height + y) * g.width + x : key_none;
+      const int64_t id = s * 4 + r;
+      keys[id] = si.inside[r] ? si.b_group * g.height * g.width + si.neighbour[r] : key_none;
       ids[id] = id;
-      weights[id] = feeds ? m * neighbour_weight(sample, r) : T(0);
+      weights[id] = si.inside[r] ? si.mask * neighbour_weight(si.at, r) : T(0);
     }
   }
 }
@@ -228,14 +245,14 @@ void deterministic_input_grad(const Tensor& grad_cols, const Tensor& offset, con
 }  // namespace
 
 void deform_im2col_cuda(const Tensor& input, const Tensor& offset, const Tensor& mask, const Tensor& cols,
-                        const DeformGeometry& g) {
+                        const ColumnLayout& layout, const DeformGeometry& g) {
   cuda::DeviceGuard guard(input.device());
   const int64_t samples = input.size(0) * g.offset_groups * g.taps() * g.out_hw();
   if (samples == 0 || cols.numel() == 0) return;
   MINIDET_DISPATCH_FLOATING(input.dtype(), "deform_conv2d", [&] {
     deform_im2col_kernel<scalar_t><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
         samples, input.data<scalar_t>(), offset.data<scalar_t>(), data_or_null<scalar_t>(mask),
-        cols.data<scalar_t>(), g);
+        cols.data<scalar_t>(), layout, g);
     MINIDET_CUDA_LAUNCH_CHECK("deform_im2col_kernel");
   });
 }
@@ -253,7 +270,7 @@ void deform_col2im_cuda(const Tensor& grad_cols, const Tensor& input, const Tens
           samples, grad_cols.data<scalar_t>(), input.data<scalar_t>(), offset.data<scalar_t>(),
           data_or_null<scalar_t>(mask), atomic_input ? out.grad_input.data<scalar_t>() : nullptr,
           data_or_null<scalar_t>(out.grad_offset), data_or_null<scalar_t>(out.grad_mask),
-          data_or_null<scalar_t>(out.cols), g);
+          data_or_null<scalar_t>(out.cols), out.cols_layout, g);
       MINIDET_CUDA_LAUNCH_CHECK("deform_col2im_fused_kernel");
     }
     if (out.grad_input.defined() && deterministic)

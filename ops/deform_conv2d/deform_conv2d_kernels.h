@@ -1,7 +1,7 @@
 // The kernels of deform_conv2d (math in deform_conv2d.h), on CPU and CUDA, and the bilinear sampling they
 // share, compiled for both so that the two devices read the same neighbours with the same weights.
 //
-//   deform_im2col:  input (B, C, H, W), offset, mask -> cols (B, C*kh*kw, H_out*W_out)
+//   deform_im2col:  input (B, C, H, W), offset, mask -> cols (C*kh*kw rows of H_out*W_out per image)
 //   deform_col2im:  grad_cols, input, offset, mask   -> grad_input, grad_offset, grad_mask, and optionally
 //                   the recomputed cols (for dW), in one pass over the samples
 //
@@ -89,22 +89,38 @@ MINIDET_HOST_DEVICE inline T interpolate_dx(const BilinearSample<T>& s, const T 
   return (T(1) - s.ly) * (v[1] - v[0]) + s.ly * (v[3] - v[2]);
 }
 
+// Where column entry (image b, row = c*kh*kw + k, output position pos) of a chunk of B images lives in a
+// column buffer: b*image_stride + row*row_stride + pos.
+//   per_image  (B, rows, out_hw): one matrix per image; the forward GEMM reads it, dcols is always in it.
+//   rows_first (rows, B, out_hw): the whole chunk as one (rows, B*out_hw) matrix, so that the weight
+//              gradient dW = dY (C_out, B*out_hw) @ cols^T is a single GEMM per group instead of one per image.
+struct ColumnLayout {
+  int64_t image_stride, row_stride;
+  static ColumnLayout per_image(const DeformGeometry& g) { return {g.column_rows() * g.out_hw(), g.out_hw()}; }
+  static ColumnLayout rows_first(const DeformGeometry& g, int64_t images) { return {g.out_hw(), images * g.out_hw()}; }
+  MINIDET_HOST_DEVICE int64_t index(int64_t b, int64_t row, int64_t pos) const {
+    return b * image_stride + row * row_stride + pos;
+  }
+};
+
 // What deform_col2im writes; an undefined tensor is skipped. grad_input must be zeroed by the caller.
 struct DeformBackwardOutputs {
   Tensor grad_input;   // (B, C, H, W)
   Tensor grad_offset;  // (B, 2*G*kh*kw, H_out, W_out)
   Tensor grad_mask;    // (B, G*kh*kw, H_out, W_out); only with a mask
-  Tensor cols;         // (B, C*kh*kw, H_out*W_out): the forward columns again, for dW
+  Tensor cols;         // the forward columns again, for dW, in cols_layout
+  ColumnLayout cols_layout{0, 0};
 };
 
 // mask may be undefined (DCNv1: every mask value is 1).
+// grad_cols is per_image; cols (im2col's output) is in `layout`.
 void deform_im2col_cpu(const Tensor& input, const Tensor& offset, const Tensor& mask, const Tensor& cols,
-                       const DeformGeometry& g);
+                       const ColumnLayout& layout, const DeformGeometry& g);
 void deform_col2im_cpu(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
                        const DeformGeometry& g, const DeformBackwardOutputs& out);
 #if MINIDET_WITH_CUDA
 void deform_im2col_cuda(const Tensor& input, const Tensor& offset, const Tensor& mask, const Tensor& cols,
-                        const DeformGeometry& g);
+                        const ColumnLayout& layout, const DeformGeometry& g);
 // grad_input by atomicAdd, or by the sorted fixed-order gather when `deterministic`.
 void deform_col2im_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
                         const DeformGeometry& g, const DeformBackwardOutputs& out, bool deterministic);
