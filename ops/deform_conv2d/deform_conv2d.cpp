@@ -7,7 +7,6 @@
 #include "autograd/function.h"
 #include "core/deterministic.h"
 #include "core/factories.h"
-#include "core/reduce_sum.h"
 #include "ops/common/checks.h"
 #include "ops/conv2d/conv2d_lowering.h"
 #include "ops/deform_conv2d/deform_conv2d_kernels.h"
@@ -160,17 +159,19 @@ DeformGrads deform_conv2d_backward_raw(const Tensor& grad_any, const Operands& x
   const int64_t batch = x.input.size(0), out_channels = x.weight.size(0), out_hw = g.out_hw();
   const int64_t rows = g.column_rows();
   const bool need_weight = needs[2], need_mask = needs[4] && x.mask.defined();
-  if (needs[3]) grads.bias = sum_dims_raw(grad_out, {0, 2, 3}, false);
+  const bool need_bias = needs[3];
+  if (need_bias) grads.bias = zeros({out_channels}, x.input.options());  // accumulated over chunks
   if (needs[0]) grads.input = zeros(x.input.sizes(), x.input.options());  // a sum over samples
   // The kernels write every offset and mask gradient element (0 for a sample outside the map).
   if (needs[1]) grads.offset = empty(x.offset.sizes(), x.offset.options());
   if (need_mask) grads.mask = empty(x.mask.sizes(), x.mask.options());
   if (need_weight) grads.weight = zeros(x.weight.sizes(), x.weight.options());  // accumulated over images
   const bool need_sampling_grads = needs[0] || needs[1] || need_mask;
-  if (!need_sampling_grads && !need_weight) return grads;
+  if (!need_sampling_grads && !need_weight && !need_bias) return grads;
   // Flat buffers: a chunk of b images uses the first b*rows*out_hw elements, in its own layout.
   Tensor cols = need_weight ? empty({chunk * rows * out_hw}, x.input.options()) : Tensor();
   Tensor grad_cols = need_sampling_grads ? empty({chunk * rows * out_hw}, x.input.options()) : Tensor();
+  const Tensor ones_column = need_bias ? ones({chunk * out_hw, 1}, x.input.options()) : Tensor();
   for (int64_t start = 0; start < batch; start += chunk) {
     const int64_t b_count = std::min(chunk, batch - start);
     const Tensor grad_chunk = grad_out.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
@@ -190,17 +191,23 @@ DeformGrads deform_conv2d_backward_raw(const Tensor& grad_any, const Operands& x
       out.cols = cols_chunk;
       out.cols_layout = cols_layout;
       deform_col2im(grad_cols_chunk, input, offset, mask, g, out);
-    } else {
+    } else if (need_weight) {
       deform_im2col(input, offset, mask, cols_chunk, cols_layout, g);
     }
+    if (!need_weight && !need_bias) continue;
+    // dY is (b, C_out, out_hw) in memory; one copy puts it in (C_out, b*out_hw), the layout of the columns.
+    const Tensor grad_by_channel = grad_chunk.transpose(0, 1).contiguous().view({out_channels, b_count * out_hw});
     if (need_weight) {
       // dW_g += dY_g (C_out/G, b*out_hw) @ cols_g^T: one GEMM for the chunk, the groups as the GEMM batch.
-      // dY is (b, C_out, out_hw) in memory; one copy puts it in (C_out, b, out_hw) to match the columns.
       const int64_t out_g = out_channels / groups, rows_g = rows / groups;
-      const Tensor grad_by_channel = grad_chunk.transpose(0, 1).contiguous().view({groups, out_g, b_count * out_hw});
-      ops::gemm_batched(grad_by_channel, cols_chunk.view({groups, rows_g, b_count * out_hw}).transpose(1, 2),
+      ops::gemm_batched(grad_by_channel.view({groups, out_g, b_count * out_hw}),
+                        cols_chunk.view({groups, rows_g, b_count * out_hw}).transpose(1, 2),
                         grads.weight.view({groups, out_g, rows_g}), 1.0, 1.0);
     }
+    // db += dY (C_out, b*out_hw) @ ones: a matrix-vector product, faster than a generic reduction.
+    if (need_bias)
+      ops::gemm(grad_by_channel, ones_column.narrow(0, 0, b_count * out_hw), grads.bias.view({out_channels, 1}), 1.0,
+                1.0);
   }
   return grads;
 }

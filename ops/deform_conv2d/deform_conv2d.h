@@ -38,10 +38,12 @@
 //   entry. mmcv runs col2im, col2im_coord (twice, once per coordinate) and im2col as three kernels.
 // - dx is a scatter. CUDA uses atomicAdd; under DeterministicMode it instead lists (neighbour pixel, sample)
 //   pairs, sorts them by pixel with a stable radix sort and lets one thread per pixel sum its list in that
-//   fixed order: the same bits every run. The CPU gives each thread whole offset groups of one image, which
-//   own disjoint channels of dx, so it never races and always sums in one order.
+//   fixed order: the same bits every run. The CPU runs dx as its own pass, one thread per input plane, so
+//   it never races and always sums in one order.
 // - Images go in chunks whose column buffer stays under max_column_bytes, as in conv2d, and backward
-//   recomputes the columns instead of saving them. The GEMMs are conv2d's (ops/conv2d/conv2d_lowering.h).
+//   recomputes the columns instead of saving them. The forward GEMM and dcols are conv2d's
+//   (ops/conv2d/conv2d_lowering.h); for dW the recomputed columns are laid out rows first, (rows, B*out_hw),
+//   so a whole chunk is one GEMM per group instead of one per image.
 //
 // float32 and float64, CPU (Eigen) and CUDA (cuBLAS, FP32 without TF32). Inputs may be non-contiguous.
 // A batch of 0 gives an empty (0, C_out, H_out, W_out) output and zero gradients.

@@ -349,6 +349,27 @@ MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: forward and every gradient match the
   }
 }
 
+MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: many channels per offset group and large offsets match the CPU") {
+  // 40 channels per offset group: the tiled backward splits them into slices of 16, 16 and 8. A 19x70 output
+  // spans several tiles, and offsets scaled by 4 send many neighbours beyond a tile's window.
+  const DeformCase c = {"many channels", 3, 40, 8, 1, 1, 3, 3, 19, 70, DeformConv2dOptions().set_padding(1)};
+  for (double scale : {1.0, 4.0}) {
+    CAPTURE(scale);
+    std::vector<Tensor> inputs = float32_inputs(c, true, 650);
+    {
+      NoGradGuard raw;
+      inputs[1] = inputs[1] * scale;
+    }
+    const Tensor grad = random({c.batch, c.out_channels, c.out_h(), c.out_w()}, kFloat32, 656);
+    const std::vector<Tensor> cpu = run_on(Device::cpu(), inputs, grad, c.options);
+    const std::vector<Tensor> gpu = run_on(Device::cuda(), inputs, grad, c.options);
+    for (int i = 0; i < 6; ++i) {
+      CAPTURE(i);
+      CHECK(allclose(gpu[i], cpu[i], 1e-4, 1e-3));
+    }
+  }
+}
+
 MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: float64 forward and gradients match the CPU") {
   const DeformCase c = odd_case(3);
   std::vector<Tensor> inputs = float32_inputs(c, true, 600);
