@@ -45,10 +45,12 @@ __global__ void deform_im2col_kernel(int64_t samples, int64_t slice_channels, co
   }
 }
 
-// Channels per thread so that about four full waves of threads (4 x SMs x 2048) share the work.
+// Channels per thread: all of the group's when the samples alone fill the GPU (one thread per SM slot),
+// fewer when they do not (a small batch), so that about one full wave of threads shares the work. Slicing
+// more than needed costs: every slice locates its samples again.
 int64_t channels_per_slice(int64_t samples, int64_t group_channels) {
-  const int64_t threads_wanted = int64_t(4) * cuda::multiprocessor_count() * 2048;
-  const int64_t slices = std::clamp<int64_t>(threads_wanted / std::max<int64_t>(samples, 1), 1, group_channels);
+  const int64_t one_wave = int64_t(cuda::multiprocessor_count()) * 2048;
+  const int64_t slices = std::clamp<int64_t>(one_wave / std::max<int64_t>(samples, 1), 1, group_channels);
   return (group_channels + slices - 1) / slices;
 }
 
