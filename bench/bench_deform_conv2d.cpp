@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
       args,
       [&] {
         std::printf("\n== CPU, median of %d runs ==\n", args.cpu_reps);
-        run_device("cpu", Device::cpu(), [&](const std::function<void()>& fn) { return bench::time_cpu_ms(fn, args.cpu_reps); });
+        run_device("cpu", Device::cpu(),
+                   [&](const std::function<void()>& fn) { return bench::time_cpu_ms(fn, args.cpu_reps); });
       },
       [&](const std::string& device) {
         std::printf("\n== GPU %s (FP32 via cuBLAS, no TF32), CUDA events, median of %d runs after 10 warm-up ==\n",

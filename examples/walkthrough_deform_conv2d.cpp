@@ -102,9 +102,10 @@ int main(int argc, char** argv) {
       continue;
     }
     const double w[4] = {(1 - s.ly) * (1 - s.lx), (1 - s.ly) * s.lx, s.ly * (1 - s.lx), s.ly * s.lx};
-    std::printf("%4d  (%2lld,%2lld) (%4.2f,%4.2f)  %5.3f %5.3f %5.3f %5.3f  %5.2f %5.2f %5.2f %5.2f %8.4f %6.2f %9.4f\n",
-                k, (long long)s.y0, (long long)s.x0, s.ly, s.lx, w[0], w[1], w[2], w[3], s.v[0], s.v[1], s.v[2],
-                s.v[3], s.value, kMask[k], column);
+    std::printf(
+        "%4d  (%2lld,%2lld) (%4.2f,%4.2f)  %5.3f %5.3f %5.3f %5.3f  %5.2f %5.2f %5.2f %5.2f %8.4f %6.2f %9.4f\n", k,
+        (long long)s.y0, (long long)s.x0, s.ly, s.lx, w[0], w[1], w[2], w[3], s.v[0], s.v[1], s.v[2], s.v[3], s.value,
+        kMask[k], column);
   }
   std::printf("   (a neighbour outside the image reads 0; the column entry is mask * S)\n");
 
@@ -152,7 +153,8 @@ int main(int argc, char** argv) {
     std::printf("   d mask = dL/dcolumn * S = %.4f * %.4f = %.6f\n", grad_column, s.value, grad_column * s.value);
   }
   const std::vector<double> grad_offset = offset.grad().to_vector<double>();
-  const double op_dy = grad_offset[(2 * tap) * out_hw + position], op_dx = grad_offset[(2 * tap + 1) * out_hw + position];
+  const double op_dy = grad_offset[(2 * tap) * out_hw + position],
+               op_dx = grad_offset[(2 * tap + 1) * out_hw + position];
   const double op_dmask = mask.grad().to_vector<double>()[tap * out_hw + position];
   std::printf("   deform_conv2d backward:  d dy = %.6f   d dx = %.6f   d mask = %.6f\n", op_dy, op_dx, op_dmask);
   const bool agree = std::abs(op_dy - by_hand_dy) < 1e-12 && std::abs(op_dx - by_hand_dx) < 1e-12 &&

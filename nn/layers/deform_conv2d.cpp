@@ -31,7 +31,9 @@ DeformConv2d::DeformConv2d(int64_t in_channels, int64_t out_channels, int64_t ke
   // The predictor sees the same windows as the deformable conv, so its output is H_out x W_out.
   const DeformConv2dOptions& o = options.deform;
   Conv2dLayerOptions predictor;
-  predictor.conv.set_stride(o.stride_h, o.stride_w).set_padding(o.pad_h, o.pad_w).set_dilation(o.dilation_h, o.dilation_w);
+  predictor.conv.set_stride(o.stride_h, o.stride_w)
+      .set_padding(o.pad_h, o.pad_w)
+      .set_dilation(o.dilation_h, o.dilation_w);
   const int64_t per_tap = modulated ? 3 : 2;  // (dy, dx) and, for DCNv2, a mask logit
   offset_conv = register_module(
       "offset_conv", std::make_shared<Conv2d>(in_channels, per_tap * offset_groups * kernel_h * kernel_w, kernel_h,
@@ -54,7 +56,8 @@ std::string DeformConv2d::extra_repr() const {
   const int64_t groups = offset_conv->weight.size(1) / weight.size(1);
   std::string s = std::to_string(weight.size(1) * groups) + ", " + std::to_string(weight.size(0)) +
                   ", kernel=" + std::to_string(weight.size(2)) + "x" + std::to_string(weight.size(3));
-  if (o.stride_h != 1 || o.stride_w != 1) s += ", stride=" + std::to_string(o.stride_h) + "x" + std::to_string(o.stride_w);
+  if (o.stride_h != 1 || o.stride_w != 1)
+    s += ", stride=" + std::to_string(o.stride_h) + "x" + std::to_string(o.stride_w);
   if (o.pad_h != 0 || o.pad_w != 0) s += ", padding=" + std::to_string(o.pad_h) + "x" + std::to_string(o.pad_w);
   if (o.dilation_h != 1 || o.dilation_w != 1)
     s += ", dilation=" + std::to_string(o.dilation_h) + "x" + std::to_string(o.dilation_w);

@@ -40,7 +40,8 @@ struct LocatedSample : SampleIndex {
   T mask;
   int64_t neighbour[4];
   bool inside[4];
-  __device__ LocatedSample(int64_t s, const T* offset, const T* mask_data, const DeformGeometry& g) : SampleIndex(s, g) {
+  __device__ LocatedSample(int64_t s, const T* offset, const T* mask_data, const DeformGeometry& g)
+      : SampleIndex(s, g) {
     const int64_t dy = dy_index(g);
     at = locate_sample<T>(g, tap / g.kernel_w, tap % g.kernel_w, pos / g.out_w, pos % g.out_w, offset[dy],
                           offset[dy + g.out_hw()]);

@@ -22,7 +22,9 @@ Tensor random(const Shape& shape, DType dtype, uint64_t seed) {
 std::shared_ptr<Conv2d> matching_conv(const DeformConv2d& layer, int64_t groups) {
   const DeformConv2dOptions& o = layer.deform_options;
   Conv2dLayerOptions options;
-  options.conv.set_stride(o.stride_h, o.stride_w).set_padding(o.pad_h, o.pad_w).set_dilation(o.dilation_h, o.dilation_w);
+  options.conv.set_stride(o.stride_h, o.stride_w)
+      .set_padding(o.pad_h, o.pad_w)
+      .set_dilation(o.dilation_h, o.dilation_w);
   options.conv.set_groups(groups);
   auto conv = std::make_shared<Conv2d>(layer.weight.size(1) * groups, layer.weight.size(0), layer.weight.size(2),
                                        layer.weight.size(3), options);
@@ -37,7 +39,9 @@ std::shared_ptr<Conv2d> matching_conv(const DeformConv2d& layer, int64_t groups)
 
 TEST_CASE("values/DeformConv2d: a fresh DCNv1 layer equals Conv2d with the same weights") {
   Generator g(1);
-  DeformConv2d layer(6, 4, 3, DeformConv2dLayerOptions().set_padding(1).set_stride(2).set_groups(2).set_offset_groups(3).set_generator(&g));
+  DeformConv2d layer(
+      6, 4, 3,
+      DeformConv2dLayerOptions().set_padding(1).set_stride(2).set_groups(2).set_offset_groups(3).set_generator(&g));
   layer.to(kFloat64);
   auto conv = matching_conv(layer, 2);
   const Tensor x = random({2, 6, 9, 8}, kFloat64, 2).requires_grad_();
@@ -75,7 +79,9 @@ TEST_CASE("gradcheck/DeformConv2d: input weight bias and the offset and mask pre
   for (bool modulated : {false, true}) {
     CAPTURE(modulated);
     Generator g(6);
-    DeformConv2d layer(4, 2, 3, DeformConv2dLayerOptions().set_padding(1).set_offset_groups(2).set_modulated(modulated).set_generator(&g));
+    DeformConv2d layer(
+        4, 2, 3,
+        DeformConv2dLayerOptions().set_padding(1).set_offset_groups(2).set_modulated(modulated).set_generator(&g));
     layer.to(kFloat64);
     {
       // Move away from the zero start, where every sample sits on an integer position (a kink).
@@ -110,7 +116,8 @@ TEST_CASE("values/DeformConv2d: works inside Sequential and every parameter gets
     CAPTURE(name);
     CHECK(p.grad().defined());
   }
-  CHECK(net->describe().find("DeformConv2d(8, 8, kernel=3x3, stride=2x2, padding=1x1, modulated)") != std::string::npos);
+  CHECK(net->describe().find("DeformConv2d(8, 8, kernel=3x3, stride=2x2, padding=1x1, modulated)") !=
+        std::string::npos);
 }
 
 TEST_CASE("errors/DeformConv2d: channels not divisible by groups or offset groups") {
@@ -122,7 +129,8 @@ TEST_CASE("errors/DeformConv2d: channels not divisible by groups or offset group
 
 MINIDET_CUDA_TEST_CASE("cuda/DeformConv2d: a DCNv2 layer on CUDA matches the CPU") {
   Generator g(13);
-  DeformConv2d layer(8, 6, 3, DeformConv2dLayerOptions().set_padding(1).set_offset_groups(2).set_modulated(true).set_generator(&g));
+  DeformConv2d layer(
+      8, 6, 3, DeformConv2dLayerOptions().set_padding(1).set_offset_groups(2).set_modulated(true).set_generator(&g));
   {
     NoGradGuard raw;
     layer.offset_conv->weight.copy_(random(layer.offset_conv->weight.sizes(), kFloat32, 14) * 0.2);

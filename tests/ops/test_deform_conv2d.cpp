@@ -88,8 +88,8 @@ void run_gradcheck(const DeformCase& c, bool with_mask, uint64_t seed) {
   const DeformConv2dOptions options = c.options;
   const auto fn = [options](const TensorList& in) { return deform_conv2d(in[0], in[1], in[2], in[3], in[4], options); };
   const auto result = autograd::gradcheck(fn, {x, offset, w, b, m});
-  MESSAGE(c.what << std::string(with_mask ? " with mask" : " without mask") << ": max_abs_error " << result.max_abs_error
-                 << " over " << result.entries_checked << " entries");
+  MESSAGE(c.what << std::string(with_mask ? " with mask" : " without mask") << ": max_abs_error "
+                 << result.max_abs_error << " over " << result.entries_checked << " entries");
   CHECK_MESSAGE(result.ok, result.report);
 }
 
@@ -119,7 +119,8 @@ TEST_CASE("values/deform_conv2d: samples of a 1x1 kernel by hand") {
   const Tensor offset = from_vector<double>(offset_values, {1, 2, 3, 3}).requires_grad_();
   const Tensor m = from_vector<double>(mask, {1, 1, 3, 3}).requires_grad_();
   const Tensor y = deform_conv2d(x, offset, w, Tensor(), m);
-  CHECK(y.to_vector<double>() == std::vector<double>{2 * 2.75, 0, 2 * 3, 2 * 4, 2 * 0.5 * 5, 2 * 6, 2 * 7, 2 * 8, 2 * 4.5});
+  CHECK(y.to_vector<double>() ==
+        std::vector<double>{2 * 2.75, 0, 2 * 3, 2 * 4, 2 * 0.5 * 5, 2 * 6, 2 * 7, 2 * 8, 2 * 4.5});
   const Tensor grad = zeros({1, 1, 3, 3}, kFloat64);
   grad.view({9}).narrow(0, 0, 1).fill_(1.0);  // only output (0, 0)
   y.backward(grad);
@@ -270,7 +271,8 @@ TEST_CASE("errors/deform_conv2d: channels shapes groups output size dtypes and o
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, zeros({3, 3, 3, 3})), "divisible by groups = 2");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, zeros({2, 72, 3, 3}), w), "divisible by offset_groups = 4");
   // Output size below 1.
-  CHECK_THROWS_CONTAINING(deform_conv2d(zeros({1, 6, 2, 5}), zeros({1, 18, 1, 3}), w), "the output size would be below 1");
+  CHECK_THROWS_CONTAINING(deform_conv2d(zeros({1, 6, 2, 5}), zeros({1, 18, 1, 3}), w),
+                          "the output size would be below 1");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w, Tensor(), Tensor(), DeformConv2dOptions().set_dilation(3)),
                           "the output size would be below 1");
   // Dtypes, dims, bias, options.
@@ -278,14 +280,16 @@ TEST_CASE("errors/deform_conv2d: channels shapes groups output size dtypes and o
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w.to(kFloat64)), "of the same dtype");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w, zeros({4}, kFloat64)), "of the same dtype");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w, Tensor(), mask.to(kFloat64)), "of the same dtype");
-  CHECK_THROWS_CONTAINING(deform_conv2d(zeros({2, 6, 5, 5}, kInt64), zeros({2, 18, 3, 3}, kInt64), zeros({4, 3, 3, 3}, kInt64)),
-                          "float32 or float64");
+  CHECK_THROWS_CONTAINING(
+      deform_conv2d(zeros({2, 6, 5, 5}, kInt64), zeros({2, 18, 3, 3}, kInt64), zeros({4, 3, 3, 3}, kInt64)),
+      "float32 or float64");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w, zeros({3})), "expected bias of shape (4,)");
   CHECK_THROWS_CONTAINING(deform_conv2d(zeros({6, 5, 5}), offset, w), "expected input (N, C_in, H, W) with 4 dims");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, zeros({18, 3, 3}), w), "with 4 dims");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w, Tensor(), zeros({9, 3, 3})), "with 4 dims");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, Tensor(), w), "offset");
-  CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w, Tensor(), Tensor(), DeformConv2dOptions().set_stride(0)), "stride");
+  CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w, Tensor(), Tensor(), DeformConv2dOptions().set_stride(0)),
+                          "stride");
   CHECK_THROWS_CONTAINING(deform_conv2d(x, offset, w, Tensor(), Tensor(), DeformConv2dOptions().set_padding(-1)),
                           "padding");
 }
