@@ -7,6 +7,13 @@
 
 namespace minidet::nn {
 
+void init_conv_parameters(const Tensor& weight, const Tensor& bias, Generator* generator) {
+  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, "leaky_relu", generator);
+  if (!bias.defined()) return;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(init::fan_in_and_out(weight).first));
+  init::uniform_(bias, -bound, bound, generator);
+}
+
 Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Conv2dLayerOptions options)
     : Conv2d(in_channels, out_channels, kernel_size, kernel_size, options) {}
 
@@ -19,12 +26,8 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int6
   MINIDET_CHECK(in_channels % groups == 0 && out_channels % groups == 0, "Conv2d: in_channels ", in_channels,
                 " and out_channels ", out_channels, " must both be divisible by groups ", groups);
   weight = register_parameter("weight", empty({out_channels, in_channels / groups, kernel_h, kernel_w}));
-  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, "leaky_relu", options.generator);
-  if (options.bias) {
-    bias = register_parameter("bias", empty({out_channels}));
-    const double bound = 1.0 / std::sqrt(static_cast<double>(init::fan_in_and_out(weight).first));
-    init::uniform_(bias, -bound, bound, options.generator);
-  }
+  if (options.bias) bias = register_parameter("bias", empty({out_channels}));
+  init_conv_parameters(weight, bias, options.generator);
 }
 
 Tensor Conv2d::forward(const Tensor& input) { return conv2d(input, weight, bias, conv_options); }

@@ -22,6 +22,10 @@ struct Conv2dLayerOptions {
   Conv2dLayerOptions& set_generator(Generator* g) { generator = g; return *this; }
 };
 
+// PyTorch's initialisation of a convolution layer: weight kaiming_uniform(a = sqrt(5)), i.e.
+// U(+-1/sqrt(fan_in)), then bias (when defined) U(+-1/sqrt(fan_in)). Shared with DeformConv2d.
+void init_conv_parameters(const Tensor& weight, const Tensor& bias, Generator* generator);
+
 class Conv2d final : public UnaryModule {
  public:
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Conv2dLayerOptions options = {});

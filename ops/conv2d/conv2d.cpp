@@ -8,8 +8,8 @@
 #include "core/factories.h"
 #include "core/reduce_sum.h"
 #include "ops/common/checks.h"
+#include "ops/conv2d/conv2d_lowering.h"
 #include "ops/conv2d/conv2d_kernels.h"
-#include "ops/matmul/gemm.h"
 
 namespace minidet {
 namespace {
@@ -31,13 +31,8 @@ ConvGeometry validate(const Tensor& input, const Tensor& weight, const Tensor& b
     MINIDET_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d: expected bias of shape (",
                   weight.size(0), ",) to match weight.size(0), got ", bias.sizes());
   }
-  MINIDET_CHECK(o.stride_h >= 1 && o.stride_w >= 1, "conv2d: stride must be >= 1, got (", o.stride_h, ", ",
-                o.stride_w, ")");
-  MINIDET_CHECK(o.dilation_h >= 1 && o.dilation_w >= 1, "conv2d: dilation must be >= 1, got (", o.dilation_h,
-                ", ", o.dilation_w, ")");
-  MINIDET_CHECK(o.pad_h >= 0 && o.pad_w >= 0, "conv2d: padding must be >= 0, got (", o.pad_h, ", ", o.pad_w, ")");
+  ops::detail::check_window(op, o);
   MINIDET_CHECK(o.groups >= 1, "conv2d: groups must be >= 1, got ", o.groups);
-  MINIDET_CHECK(o.max_column_bytes >= 1, "conv2d: max_column_bytes must be positive, got ", o.max_column_bytes);
   const int64_t out_channels = weight.size(0), kernel_h = weight.size(2), kernel_w = weight.size(3);
   MINIDET_CHECK(kernel_h >= 1 && kernel_w >= 1 && weight.size(1) >= 1, "conv2d: expected a non-empty kernel, got weight ",
                 weight.sizes());
@@ -46,31 +41,12 @@ ConvGeometry validate(const Tensor& input, const Tensor& weight, const Tensor& b
   MINIDET_CHECK(input.size(1) == weight.size(1) * o.groups, "conv2d: expected input with ",
                 weight.size(1) * o.groups, " channels (weight.size(1) = ", weight.size(1), " times groups = ",
                 o.groups, "), got input of shape ", input.sizes());
-  const int64_t padded_h = input.size(2) + 2 * o.pad_h, padded_w = input.size(3) + 2 * o.pad_w;
-  const int64_t extent_h = o.dilation_h * (kernel_h - 1) + 1, extent_w = o.dilation_w * (kernel_w - 1) + 1;
-  MINIDET_CHECK(extent_h <= padded_h && extent_w <= padded_w, "conv2d: kernel (", extent_h, " x ", extent_w,
-                " with dilation) is larger than the padded input (", padded_h, " x ", padded_w, ")");
-  ConvGeometry g;
-  g.channels = input.size(1);
-  g.height = input.size(2);
-  g.width = input.size(3);
-  g.kernel_h = kernel_h;
-  g.kernel_w = kernel_w;
-  g.stride_h = o.stride_h;
-  g.stride_w = o.stride_w;
-  g.pad_h = o.pad_h;
-  g.pad_w = o.pad_w;
-  g.dilation_h = o.dilation_h;
-  g.dilation_w = o.dilation_w;
-  g.out_h = (padded_h - extent_h) / o.stride_h + 1;
-  g.out_w = (padded_w - extent_w) / o.stride_w + 1;
-  return g;
+  return ops::detail::conv_geometry(op, input, kernel_h, kernel_w, o);
 }
 
 int64_t chunk_size(const ConvGeometry& g, int64_t batch, DType dtype, int64_t max_column_bytes) {
   const int64_t bytes_per_image = g.column_rows() * g.column_cols() * static_cast<int64_t>(element_size(dtype));
-  if (batch <= 1 || bytes_per_image == 0) return std::max<int64_t>(batch, 1);
-  return std::clamp<int64_t>(max_column_bytes / bytes_per_image, 1, batch);
+  return ops::detail::images_per_chunk(bytes_per_image, batch, max_column_bytes);
 }
 
 void im2col(const Tensor& images, const Tensor& cols, const ConvGeometry& g) {
@@ -93,20 +69,15 @@ void col2im(const Tensor& cols, const Tensor& images, const ConvGeometry& g) {
   }
 }
 
-// Y = W @ cols for a chunk of B images. With one group, a single batched GEMM covers the chunk: the weight
-// is broadcast over images (batch stride 0). With several groups, the groups are the GEMM batch, per image,
-// because an image's columns (C_in*kh*kw rows) and outputs (C_out rows) split into contiguous group blocks.
+// Y = W @ cols for a chunk of B images (ops/conv2d/conv2d_lowering.h).
 Tensor conv2d_forward_raw(const Tensor& input_any, const Tensor& weight_any, const Tensor& bias,
                           const ConvGeometry& g, int64_t groups, int64_t chunk) {
   NoGradGuard raw;
   const Tensor input = input_any.contiguous(), weight = weight_any.contiguous();
   const int64_t batch = input.size(0), out_channels = weight.size(0), out_hw = g.column_cols();
-  const int64_t rows = g.column_rows(), rows_g = rows / groups, out_g = out_channels / groups;
   Tensor output = empty({batch, out_channels, g.out_h, g.out_w}, input.options());
   if (output.numel() == 0) return output;
-  const Tensor weight_2d = weight.view({out_channels, rows_g});  // the whole weight when groups == 1
-  const Tensor weight_groups = weight.view({groups, out_g, rows_g});
-  Tensor cols = empty({chunk, rows, out_hw}, input.options());
+  Tensor cols = empty({chunk, g.column_rows(), out_hw}, input.options());
   for (int64_t start = 0; start < batch; start += chunk) {
     const int64_t b_count = std::min(chunk, batch - start);
     const Tensor cols_chunk = cols.narrow(0, 0, b_count);
@@ -117,14 +88,7 @@ Tensor conv2d_forward_raw(const Tensor& input_any, const Tensor& weight_any, con
       out_chunk.copy_(bias.reshape({1, out_channels, 1}));
       beta = 1.0;
     }
-    if (groups == 1) {
-      ops::gemm_batched(weight_2d.unsqueeze(0).expand({b_count, out_channels, rows}), cols_chunk, out_chunk, 1.0,
-                        beta);
-    } else {
-      for (int64_t b = 0; b < b_count; ++b)
-        ops::gemm_batched(weight_groups, cols_chunk.select(0, b).view({groups, rows_g, out_hw}),
-                          out_chunk.select(0, b).view({groups, out_g, out_hw}), 1.0, beta);
-    }
+    ops::detail::columns_to_output(weight, cols_chunk, out_chunk, groups, beta);
   }
   return output;
 }
@@ -141,38 +105,24 @@ ConvGrads conv2d_backward_raw(const Tensor& grad_any, const Tensor& input_any, c
   const Tensor grad_out = grad_any.contiguous();
   const Tensor input = input_any.contiguous(), weight = weight_any.contiguous();
   const int64_t batch = input.size(0), out_channels = weight.size(0), out_hw = g.column_cols();
-  const int64_t rows = g.column_rows(), rows_g = rows / groups, out_g = out_channels / groups;
+  const int64_t rows = g.column_rows();
   if (need_bias) grads.bias = sum_dims_raw(grad_out, {0, 2, 3}, false);
   if (need_input) grads.input = batch ? empty(input.sizes(), input.options()) : zeros(input.sizes(), input.options());
   if (need_weight) grads.weight = zeros(weight.sizes(), weight.options());  // accumulated over images
   if (!need_input && !need_weight) return grads;
-  const Tensor weight_groups = weight.view({groups, out_g, rows_g});
   Tensor cols = need_weight ? empty({chunk, rows, out_hw}, input.options()) : Tensor();
   Tensor grad_cols = need_input ? empty({chunk, rows, out_hw}, input.options()) : Tensor();
   for (int64_t start = 0; start < batch; start += chunk) {
     const int64_t b_count = std::min(chunk, batch - start);
     const Tensor grad_chunk = grad_out.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
-    if (need_weight) {
-      // dW_g += dY_g @ cols_g^T, image by image, the groups as the GEMM batch (beta = 1 accumulates).
+    if (need_weight) {  // dW_g += dY_g @ cols_g^T
       const Tensor cols_chunk = cols.narrow(0, 0, b_count);
       im2col(input.narrow(0, start, b_count), cols_chunk, g);
-      const Tensor grad_weight_groups = grads.weight.view({groups, out_g, rows_g});
-      for (int64_t b = 0; b < b_count; ++b)
-        ops::gemm_batched(grad_chunk.select(0, b).view({groups, out_g, out_hw}),
-                          cols_chunk.select(0, b).view({groups, rows_g, out_hw}).transpose(1, 2),
-                          grad_weight_groups, 1.0, 1.0);
+      ops::detail::accumulate_weight_grad(grad_chunk, cols_chunk, grads.weight, groups);
     }
-    if (need_input) {
-      // dcols_g = W_g^T @ dY_g (the transposes are views), then col2im sums them back onto the pixels.
+    if (need_input) {  // dcols_g = W_g^T @ dY_g, then col2im sums them back onto the pixels
       const Tensor grad_cols_chunk = grad_cols.narrow(0, 0, b_count);
-      if (groups == 1) {
-        ops::gemm_batched(weight.view({out_channels, rows}).t().unsqueeze(0).expand({b_count, rows, out_channels}),
-                          grad_chunk, grad_cols_chunk);
-      } else {
-        for (int64_t b = 0; b < b_count; ++b)
-          ops::gemm_batched(weight_groups.transpose(1, 2), grad_chunk.select(0, b).view({groups, out_g, out_hw}),
-                            grad_cols_chunk.select(0, b).view({groups, rows_g, out_hw}));
-      }
+      ops::detail::output_grad_to_columns(weight, grad_chunk, grad_cols_chunk, groups);
       col2im(grad_cols_chunk, grads.input.narrow(0, start, b_count), g);
     }
   }

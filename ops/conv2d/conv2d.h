@@ -33,23 +33,35 @@
 
 namespace minidet {
 
-struct Conv2dOptions {
+// The window of a convolution (stride, padding, dilation) and the bound on its column buffer, shared by
+// conv2d and deform_conv2d.
+struct ConvWindow {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_h = 0, pad_w = 0;
   int64_t dilation_h = 1, dilation_w = 1;
-  int64_t groups = 1;
   // Upper bound for one column buffer (forward: cols; backward: cols and dcols, each under the bound).
   // A single image always fits in a chunk of one, even when its columns alone exceed the bound.
   int64_t max_column_bytes = int64_t(64) << 20;
+};
 
-  Conv2dOptions& set_stride(int64_t s) { return set_stride(s, s); }
-  Conv2dOptions& set_stride(int64_t h, int64_t w) { stride_h = h; stride_w = w; return *this; }
-  Conv2dOptions& set_padding(int64_t p) { return set_padding(p, p); }
-  Conv2dOptions& set_padding(int64_t h, int64_t w) { pad_h = h; pad_w = w; return *this; }
-  Conv2dOptions& set_dilation(int64_t d) { return set_dilation(d, d); }
-  Conv2dOptions& set_dilation(int64_t h, int64_t w) { dilation_h = h; dilation_w = w; return *this; }
+// ConvWindow's chainable setters, returning the options struct that derives from it.
+template <typename Options>
+struct ConvWindowSetters : ConvWindow {
+  Options& set_stride(int64_t s) { return set_stride(s, s); }
+  Options& set_stride(int64_t h, int64_t w) { stride_h = h; stride_w = w; return self(); }
+  Options& set_padding(int64_t p) { return set_padding(p, p); }
+  Options& set_padding(int64_t h, int64_t w) { pad_h = h; pad_w = w; return self(); }
+  Options& set_dilation(int64_t d) { return set_dilation(d, d); }
+  Options& set_dilation(int64_t h, int64_t w) { dilation_h = h; dilation_w = w; return self(); }
+  Options& set_max_column_bytes(int64_t bytes) { max_column_bytes = bytes; return self(); }
+
+ private:
+  Options& self() { return static_cast<Options&>(*this); }
+};
+
+struct Conv2dOptions : ConvWindowSetters<Conv2dOptions> {
+  int64_t groups = 1;
   Conv2dOptions& set_groups(int64_t g) { groups = g; return *this; }
-  Conv2dOptions& set_max_column_bytes(int64_t bytes) { max_column_bytes = bytes; return *this; }
 };
 
 // Differentiable w.r.t. input, weight and bias. Pass an undefined Tensor() for no bias.

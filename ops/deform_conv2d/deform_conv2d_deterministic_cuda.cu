@@ -1,0 +1,115 @@
+// dx of deform_conv2d on CUDA under DeterministicMode (deform_conv2d_cuda.cu says when it runs).
+//
+// It replaces the atomic scatter of dx with a gather in a fixed order:
+//   1. list every (sample, neighbour r) pair, entry id = sample*4 + r, keyed by the grad_input pixel it
+//      feeds, (image, offset group, y, x) flattened; pairs that feed nothing get a key past every pixel;
+//   2. sort the keys with a stable radix sort (CUB), carrying the ids: each pixel's pairs become one
+//      contiguous run, in increasing id;
+//   3. mark where each pixel's run begins and ends;
+//   4. one thread per grad_input element (channel c of that pixel) sums m * weight * dcols over the run.
+// The run order depends only on the data, so the bits are the same every run. It costs a sort of 4 entries
+// per sample and the stored weights: slower than atomics, the price of reproducibility.
+#include <cub/device/device_radix_sort.cuh>
+
+#include "core/factories.h"
+#include "ops/deform_conv2d/deform_conv2d_cuda.cuh"
+
+namespace minidet::ops::detail {
+namespace {
+
+// Deterministic step 1: entry id = s*4 + r -> (pixel key, weight). key_none marks an entry that feeds nothing.
+template <typename T>
+__global__ void list_neighbours_kernel(int64_t samples, const T* offset, const T* mask, DeformGeometry g,
+                                       int64_t key_none, int64_t* keys, int64_t* ids, T* weights) {
+  MINIDET_KERNEL_LOOP(s, samples) {
+    const LocatedSample<T> si(s, offset, mask, g);
+    for (int r = 0; r < 4; ++r) {
+      const int64_t id = s * 4 + r;
+      keys[id] = si.inside[r] ? si.b_group * g.height * g.width + si.neighbour[r] : key_none;
+      ids[id] = id;
+      weights[id] = si.inside[r] ? si.mask * neighbour_weight(si.at, r) : T(0);
+    }
+  }
+}
+
+// Deterministic step 3: run of pixel key = [begin[key], end[key]) in the sorted list (begin = end = 0: none).
+__global__ void run_bounds_kernel(int64_t entries, const int64_t* sorted_keys, int64_t key_none, int64_t* begin,
+                                  int64_t* end) {
+  MINIDET_KERNEL_LOOP(i, entries) {
+    const int64_t key = sorted_keys[i];
+    if (key == key_none) continue;
+    if (i == 0 || sorted_keys[i - 1] != key) begin[key] = i;
+    if (i == entries - 1 || sorted_keys[i + 1] != key) end[key] = i + 1;
+  }
+}
+
+// Deterministic step 4: one thread per grad_input element (b, c, y, x), summing its pixel's run in order.
+template <typename T>
+__global__ void gather_input_grad_kernel(int64_t n, const T* grad_cols, const int64_t* sorted_ids,
+                                         const T* weights, const int64_t* begin, const int64_t* end, T* grad_input,
+                                         DeformGeometry g) {
+  const int64_t plane_size = g.height * g.width, out_hw = g.out_hw(), taps = g.taps();
+  MINIDET_KERNEL_LOOP(e, n) {
+    const int64_t pixel = e % plane_size, c = (e / plane_size) % g.channels, b = e / (plane_size * g.channels);
+    const int64_t key = (b * g.offset_groups + c / g.channels_per_offset_group()) * plane_size + pixel;
+    const T* grad_cols_c = grad_cols + (b * g.channels + c) * taps * out_hw;  // (tap, pos) of channel c
+    T sum = 0;
+    for (int64_t i = begin[key]; i < end[key]; ++i) {
+      const int64_t id = sorted_ids[i], s = id / 4;
+      sum += weights[id] * grad_cols_c[(s / out_hw) % taps * out_hw + s % out_hw];
+    }
+    grad_input[e] = sum;
+  }
+}
+
+int bits_for(int64_t value) {
+  int bits = 1;
+  while (bits < 63 && (int64_t(1) << bits) <= value) ++bits;
+  return bits;
+}
+
+template <typename T>
+void deterministic_input_grad(const Tensor& grad_cols, const Tensor& offset, const Tensor& mask,
+                              const Tensor& grad_input, const DeformGeometry& g) {
+  const int64_t batch = grad_input.size(0), samples = batch * g.offset_groups * g.taps() * g.out_hw();
+  const int64_t entries = samples * 4, key_none = batch * g.offset_groups * g.height * g.width;
+  const TensorOptions index_options(kInt64, grad_input.device());
+  Tensor keys = empty({entries}, index_options), ids = empty({entries}, index_options);
+  Tensor sorted_keys = empty({entries}, index_options), sorted_ids = empty({entries}, index_options);
+  Tensor weights = empty({entries}, grad_input.options());
+  cudaStream_t stream = cuda::current_stream();
+  list_neighbours_kernel<T><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
+      samples, offset.data<T>(), data_or_null<T>(mask), g, key_none, keys.data<int64_t>(), ids.data<int64_t>(),
+      weights.data<T>());
+  MINIDET_CUDA_LAUNCH_CHECK("list_neighbours_kernel");
+  // Only the bits that can be set: key_none is the largest key.
+  const int end_bit = bits_for(key_none);
+  auto sort = [&](void* temp, size_t& temp_bytes) {
+    return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys.data<int64_t>(), sorted_keys.data<int64_t>(),
+                                           ids.data<int64_t>(), sorted_ids.data<int64_t>(), entries, 0, end_bit,
+                                           stream);
+  };
+  size_t temp_bytes = 0;
+  MINIDET_CUDA_CHECK(sort(nullptr, temp_bytes));
+  Tensor temp = empty({static_cast<int64_t>(temp_bytes) + 1}, TensorOptions(kUInt8, grad_input.device()));
+  MINIDET_CUDA_CHECK(sort(temp.raw_data(), temp_bytes));
+  Tensor begin = zeros({key_none}, index_options), end = zeros({key_none}, index_options);
+  run_bounds_kernel<<<cuda::blocks_for(entries), cuda::kThreadsPerBlock, 0, stream>>>(
+      entries, sorted_keys.data<int64_t>(), key_none, begin.data<int64_t>(), end.data<int64_t>());
+  MINIDET_CUDA_LAUNCH_CHECK("run_bounds_kernel");
+  const int64_t n = grad_input.numel();
+  gather_input_grad_kernel<T><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
+      n, grad_cols.data<T>(), sorted_ids.data<int64_t>(), weights.data<T>(), begin.data<int64_t>(),
+      end.data<int64_t>(), grad_input.data<T>(), g);
+  MINIDET_CUDA_LAUNCH_CHECK("gather_input_grad_kernel");
+}
+
+}  // namespace
+
+void deform_input_grad_sorted_cuda(const Tensor& grad_cols, const Tensor& offset, const Tensor& mask,
+                                   const Tensor& grad_input, const DeformGeometry& g) {
+  MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "deform_conv2d",
+                            [&] { deterministic_input_grad<scalar_t>(grad_cols, offset, mask, grad_input, g); });
+}
+
+}  // namespace minidet::ops::detail
