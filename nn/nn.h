@@ -5,6 +5,7 @@
 #include "nn/init/init.h"
 #include "nn/layers/batch_norm.h"
 #include "nn/layers/conv2d.h"
+#include "nn/layers/deform_conv2d.h"
 #include "nn/layers/linear.h"
 #include "nn/layers/sequential.h"
 #include "nn/layers/simple.h"

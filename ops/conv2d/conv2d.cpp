@@ -8,8 +8,8 @@
 #include "core/factories.h"
 #include "core/reduce_sum.h"
 #include "ops/common/checks.h"
+#include "ops/conv2d/conv2d_gemm.h"
 #include "ops/conv2d/conv2d_kernels.h"
-#include "ops/matmul/gemm.h"
 
 namespace minidet {
 namespace {
@@ -69,8 +69,7 @@ ConvGeometry validate(const Tensor& input, const Tensor& weight, const Tensor& b
 
 int64_t chunk_size(const ConvGeometry& g, int64_t batch, DType dtype, int64_t max_column_bytes) {
   const int64_t bytes_per_image = g.column_rows() * g.column_cols() * static_cast<int64_t>(element_size(dtype));
-  if (batch <= 1 || bytes_per_image == 0) return std::max<int64_t>(batch, 1);
-  return std::clamp<int64_t>(max_column_bytes / bytes_per_image, 1, batch);
+  return ops::detail::images_per_chunk(bytes_per_image, batch, max_column_bytes);
 }
 
 void im2col(const Tensor& images, const Tensor& cols, const ConvGeometry& g) {
@@ -93,20 +92,15 @@ void col2im(const Tensor& cols, const Tensor& images, const ConvGeometry& g) {
   }
 }
 
-// Y = W @ cols for a chunk of B images. With one group, a single batched GEMM covers the chunk: the weight
-// is broadcast over images (batch stride 0). With several groups, the groups are the GEMM batch, per image,
-// because an image's columns (C_in*kh*kw rows) and outputs (C_out rows) split into contiguous group blocks.
+// Y = W @ cols for a chunk of B images (ops/conv2d/conv2d_gemm.h).
 Tensor conv2d_forward_raw(const Tensor& input_any, const Tensor& weight_any, const Tensor& bias,
                           const ConvGeometry& g, int64_t groups, int64_t chunk) {
   NoGradGuard raw;
   const Tensor input = input_any.contiguous(), weight = weight_any.contiguous();
   const int64_t batch = input.size(0), out_channels = weight.size(0), out_hw = g.column_cols();
-  const int64_t rows = g.column_rows(), rows_g = rows / groups, out_g = out_channels / groups;
   Tensor output = empty({batch, out_channels, g.out_h, g.out_w}, input.options());
   if (output.numel() == 0) return output;
-  const Tensor weight_2d = weight.view({out_channels, rows_g});  // the whole weight when groups == 1
-  const Tensor weight_groups = weight.view({groups, out_g, rows_g});
-  Tensor cols = empty({chunk, rows, out_hw}, input.options());
+  Tensor cols = empty({chunk, g.column_rows(), out_hw}, input.options());
   for (int64_t start = 0; start < batch; start += chunk) {
     const int64_t b_count = std::min(chunk, batch - start);
     const Tensor cols_chunk = cols.narrow(0, 0, b_count);
@@ -117,14 +111,7 @@ Tensor conv2d_forward_raw(const Tensor& input_any, const Tensor& weight_any, con
       out_chunk.copy_(bias.reshape({1, out_channels, 1}));
       beta = 1.0;
     }
-    if (groups == 1) {
-      ops::gemm_batched(weight_2d.unsqueeze(0).expand({b_count, out_channels, rows}), cols_chunk, out_chunk, 1.0,
-                        beta);
-    } else {
-      for (int64_t b = 0; b < b_count; ++b)
-        ops::gemm_batched(weight_groups, cols_chunk.select(0, b).view({groups, rows_g, out_hw}),
-                          out_chunk.select(0, b).view({groups, out_g, out_hw}), 1.0, beta);
-    }
+    ops::detail::columns_to_output(weight, cols_chunk, out_chunk, groups, beta);
   }
   return output;
 }
@@ -141,38 +128,24 @@ ConvGrads conv2d_backward_raw(const Tensor& grad_any, const Tensor& input_any, c
   const Tensor grad_out = grad_any.contiguous();
   const Tensor input = input_any.contiguous(), weight = weight_any.contiguous();
   const int64_t batch = input.size(0), out_channels = weight.size(0), out_hw = g.column_cols();
-  const int64_t rows = g.column_rows(), rows_g = rows / groups, out_g = out_channels / groups;
+  const int64_t rows = g.column_rows();
   if (need_bias) grads.bias = sum_dims_raw(grad_out, {0, 2, 3}, false);
   if (need_input) grads.input = batch ? empty(input.sizes(), input.options()) : zeros(input.sizes(), input.options());
   if (need_weight) grads.weight = zeros(weight.sizes(), weight.options());  // accumulated over images
   if (!need_input && !need_weight) return grads;
-  const Tensor weight_groups = weight.view({groups, out_g, rows_g});
   Tensor cols = need_weight ? empty({chunk, rows, out_hw}, input.options()) : Tensor();
   Tensor grad_cols = need_input ? empty({chunk, rows, out_hw}, input.options()) : Tensor();
   for (int64_t start = 0; start < batch; start += chunk) {
     const int64_t b_count = std::min(chunk, batch - start);
     const Tensor grad_chunk = grad_out.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
-    if (need_weight) {
-      // dW_g += dY_g @ cols_g^T, image by image, the groups as the GEMM batch (beta = 1 accumulates).
+    if (need_weight) {  // dW_g += dY_g @ cols_g^T
       const Tensor cols_chunk = cols.narrow(0, 0, b_count);
       im2col(input.narrow(0, start, b_count), cols_chunk, g);
-      const Tensor grad_weight_groups = grads.weight.view({groups, out_g, rows_g});
-      for (int64_t b = 0; b < b_count; ++b)
-        ops::gemm_batched(grad_chunk.select(0, b).view({groups, out_g, out_hw}),
-                          cols_chunk.select(0, b).view({groups, rows_g, out_hw}).transpose(1, 2),
-                          grad_weight_groups, 1.0, 1.0);
+      ops::detail::accumulate_weight_grad(grad_chunk, cols_chunk, grads.weight, groups);
     }
-    if (need_input) {
-      // dcols_g = W_g^T @ dY_g (the transposes are views), then col2im sums them back onto the pixels.
+    if (need_input) {  // dcols_g = W_g^T @ dY_g, then col2im sums them back onto the pixels
       const Tensor grad_cols_chunk = grad_cols.narrow(0, 0, b_count);
-      if (groups == 1) {
-        ops::gemm_batched(weight.view({out_channels, rows}).t().unsqueeze(0).expand({b_count, rows, out_channels}),
-                          grad_chunk, grad_cols_chunk);
-      } else {
-        for (int64_t b = 0; b < b_count; ++b)
-          ops::gemm_batched(weight_groups.transpose(1, 2), grad_chunk.select(0, b).view({groups, out_g, out_hw}),
-                            grad_cols_chunk.select(0, b).view({groups, rows_g, out_hw}));
-      }
+      ops::detail::output_grad_to_columns(weight, grad_chunk, grad_cols_chunk, groups);
       col2im(grad_cols_chunk, grads.input.narrow(0, start, b_count), g);
     }
   }

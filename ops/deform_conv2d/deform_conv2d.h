@@ -1,0 +1,81 @@
+// deform_conv2d: deformable convolution, DCNv1 (offsets) and DCNv2 (offsets and a modulation mask).
+//
+//   input x (N, C_in, H, W)            weight w (C_out, C_in/groups, kh, kw)       bias b (C_out) optional
+//   offset (N, 2*G*kh*kw, H_out, W_out)       mask m (N, G*kh*kw, H_out, W_out) optional (DCNv2)
+//   H_out = floor((H + 2*pad_h - dilation_h*(kh-1) - 1) / stride_h) + 1         (same for W)
+//
+// groups = C_in / w.size(1) and the offset groups G = offset.size(1) / (2*kh*kw) are read from the shapes.
+// The channels of x are split into G contiguous blocks; block g moves its kernel taps with its own offsets.
+// Offset layout (DESIGN.md): for offset group g and tap k = i*kw + j, channel g*2*kh*kw + 2k holds dy and
+// channel g*2*kh*kw + 2k + 1 holds dx. Mask channel g*kh*kw + k scales that tap's sample.
+//
+// Forward. Tap (i, j) of output position (p, q) reads input channel c (offset group g = c / (C_in/G)) at
+//   y = p*stride_h - pad_h + i*dilation_h + dy[n, g, k, p, q]      x = q*stride_w - pad_w + j*dilation_w + dx
+// by bilinear interpolation between its four neighbours (y0, x0), (y0, x0+1), (y0+1, x0), (y0+1, x0+1),
+// y0 = floor(y), x0 = floor(x), ly = y - y0, lx = x - x0:
+//   S(x_c; y, x) = (1-ly)(1-lx) v00 + (1-ly) lx v01 + ly (1-lx) v10 + ly lx v11
+// where a neighbour outside the map reads 0, and a sample with y <= -1, y >= H, x <= -1 or x >= W (or not
+// finite) is 0 altogether: the interpolation fades to zero over the one pixel around the border, so S is
+// continuous in (y, x) everywhere. Then, as in conv2d (ops/conv2d/conv2d.h), with im2col columns
+//   cols[n, c*kh*kw + k, p*W_out + q] = m[n, g, k, p, q] * S(x[n, c]; y, x)          (m = 1 without mask)
+//   Y_g = W_g @ cols_g per group, plus bias.
+//
+// Backward, with dY the upstream gradient and dcols = W_g^T @ dY_g per group (the same GEMM as conv2d):
+//   dW_g += dY_g @ cols_g^T          cols recomputed from the saved input, offsets and mask
+//   db    = sum of dY over n, p, q
+//   dx    (col2im): every sample sends m * dcols * (its bilinear weight) to each of its four neighbours
+//   dm[n, g, k, p, q]  = sum over c in group g of dcols[c, k, p, q] * S(x_c; y, x)
+//   ddy[n, g, k, p, q] = m * sum over c in g of dcols[c, k, p, q] * dS/dy,
+//       dS/dy = (1-lx)(v10 - v00) + lx (v11 - v01)        dS/dx = (1-ly)(v01 - v00) + ly (v11 - v10)
+//   (col2im_coord). At integer y or x, S has a kink and the derivative is the one-sided one from the right.
+//
+// Design (how the kernels use the math):
+// - The four neighbours, weights and validity of a sample depend on (n, g, k, p, q) but not on the channel,
+//   so every kernel computes them once per (image, offset group, tap, position) and loops over the C_in/G
+//   channels of the group. mmcv and torchvision recompute them per channel.
+// - Backward is one fused pass per sample: it reads the four neighbours of each channel once and from them
+//   produces dx (col2im), ddy, ddx and dm (col2im_coord) and, when dW is needed, the recomputed column
+//   entry. mmcv runs col2im, col2im_coord (twice, once per coordinate) and im2col as three kernels.
+// - dx is a scatter. CUDA uses atomicAdd; under DeterministicMode it instead lists (neighbour pixel, sample)
+//   pairs, sorts them by pixel with a stable radix sort and lets one thread per pixel sum its list in that
+//   fixed order: the same bits every run. The CPU gives each thread whole offset groups of one image, which
+//   own disjoint channels of dx, so it never races and always sums in one order.
+// - Images go in chunks whose column buffer stays under max_column_bytes, as in conv2d, and backward
+//   recomputes the columns instead of saving them. The GEMMs are conv2d's (ops/conv2d/conv2d_gemm.h).
+//
+// float32 and float64, CPU (Eigen) and CUDA (cuBLAS, FP32 without TF32). Inputs may be non-contiguous.
+// A batch of 0 gives an empty (0, C_out, H_out, W_out) output and zero gradients.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace minidet {
+
+struct DeformConv2dOptions {
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  // Upper bound for one column buffer, as Conv2dOptions::max_column_bytes (one image always fits).
+  int64_t max_column_bytes = int64_t(64) << 20;
+
+  DeformConv2dOptions& set_stride(int64_t s) { return set_stride(s, s); }
+  DeformConv2dOptions& set_stride(int64_t h, int64_t w) { stride_h = h; stride_w = w; return *this; }
+  DeformConv2dOptions& set_padding(int64_t p) { return set_padding(p, p); }
+  DeformConv2dOptions& set_padding(int64_t h, int64_t w) { pad_h = h; pad_w = w; return *this; }
+  DeformConv2dOptions& set_dilation(int64_t d) { return set_dilation(d, d); }
+  DeformConv2dOptions& set_dilation(int64_t h, int64_t w) { dilation_h = h; dilation_w = w; return *this; }
+  DeformConv2dOptions& set_max_column_bytes(int64_t bytes) { max_column_bytes = bytes; return *this; }
+};
+
+// Differentiable w.r.t. input, offset, weight, bias and mask. Pass an undefined Tensor() for no bias and
+// for no mask (DCNv1).
+Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& weight, const Tensor& bias = Tensor(),
+                     const Tensor& mask = Tensor(), const DeformConv2dOptions& options = {});
+
+// How many images deform_conv2d puts in one chunk (for tests and benchmarks).
+int64_t deform_conv2d_chunk_size(const Tensor& input, const Tensor& offset, const Tensor& weight,
+                                 const DeformConv2dOptions& options);
+
+}  // namespace minidet
