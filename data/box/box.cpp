@@ -3,22 +3,25 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/boxes/box_math.h"
+
 namespace minidet::data {
 
-double Box::area() const { return std::max(0.0, width()) * std::max(0.0, height()); }
+namespace {
+// The same arithmetic as the box ops and nms (ops/boxes/box_math.h): one definition of area and IoU.
+struct Coords {
+  double values[4];
+  explicit Coords(const Box& box) : values{box.x1, box.y1, box.x2, box.y2} {}
+};
+}  // namespace
+
+double Box::area() const { return box_math::box_area(Coords(*this).values); }
 
 double intersection_area(const Box& a, const Box& b) {
-  const double overlap_width = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
-  const double overlap_height = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
-  if (overlap_width <= 0 || overlap_height <= 0) return 0.0;
-  return overlap_width * overlap_height;
+  return box_math::intersection_area(Coords(a).values, Coords(b).values);
 }
 
-double box_iou(const Box& a, const Box& b) {
-  const double intersection = intersection_area(a, b);
-  const double union_area = a.area() + b.area() - intersection;
-  return union_area > 0 ? intersection / union_area : 0.0;
-}
+double box_iou(const Box& a, const Box& b) { return box_math::box_iou(Coords(a).values, Coords(b).values); }
 
 double crowd_overlap(const Box& detection, const Box& crowd_region) {
   const double detection_area = detection.area();

@@ -8,7 +8,8 @@
 //   IoU(a, b)           = |a ∩ b| / (|a| + |b| - |a ∩ b|)
 //   crowd_overlap(d, g) = |d ∩ g| / |d|      (a detection inside a crowd region g counts as covered,
 //                                              as in pycocotools' iou with iscrowd = 1)
-// Both are 0 when the denominator is 0.
+// Both are 0 when the denominator is 0. Area, intersection and IoU are ops/boxes/box_math.h, the arithmetic
+// the box ops and nms use, so evaluation measures boxes exactly as the detector does.
 #pragma once
 
 #include <ostream>
