@@ -6,6 +6,7 @@
 #include "nn/init/init.h"
 #include "nn/layers/batch_norm.h"
 #include "nn/layers/conv2d.h"
+#include "nn/layers/deform_conv2d.h"
 #include "nn/layers/simple.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
@@ -24,6 +25,23 @@ std::shared_ptr<nn::Conv2d> make_conv(int64_t in, int64_t out, int64_t kernel, i
       in, out, kernel,
       nn::Conv2dLayerOptions().set_stride(stride).set_padding(kernel / 2).set_bias(bias).set_generator(generator));
   nn::init::kaiming_normal_(conv->weight, 0.0, nn::init::FanMode::FanOut, "relu", generator);
+  if (bias) nn::init::constant_(conv->bias, 0.0);
+  return conv;
+}
+
+// The deformable version of make_conv (3x3, padding 1): the same initialisation for its weight; its
+// offset (and mask) predictor stays at zero, as the layer makes it.
+std::shared_ptr<nn::DeformConv2d> make_deformable_conv(int64_t in, int64_t out, int64_t stride,
+                                                       const BlockOptions& options) {
+  const bool bias = options.norm == NormKind::FrozenBatchNorm;
+  auto conv = std::make_shared<nn::DeformConv2d>(in, out, 3,
+                                                 nn::DeformConv2dLayerOptions()
+                                                     .set_stride(stride)
+                                                     .set_padding(1)
+                                                     .set_bias(bias)
+                                                     .set_modulated(options.modulated)
+                                                     .set_generator(options.generator));
+  nn::init::kaiming_normal_(conv->weight, 0.0, nn::init::FanMode::FanOut, "relu", options.generator);
   if (bias) nn::init::constant_(conv->bias, 0.0);
   return conv;
 }
@@ -56,10 +74,14 @@ const char* norm_kind_name(NormKind kind) {
 
 // ---- BasicBlock ---------------------------------------------------------------------------------------------
 
-BasicBlock::BasicBlock(int64_t in_channels, int64_t out_channels, int64_t stride_, NormKind norm,
-                       Generator* generator)
+BasicBlock::BasicBlock(int64_t in_channels, int64_t out_channels, int64_t stride_, const BlockOptions& options)
     : UnaryModule("BasicBlock"), stride(stride_) {
-  conv1 = register_module("conv1", make_conv(in_channels, out_channels, 3, stride, norm, generator));
+  const NormKind norm = options.norm;
+  Generator* generator = options.generator;
+  if (options.deformable)
+    conv1 = register_module("conv1", make_deformable_conv(in_channels, out_channels, stride, options));
+  else
+    conv1 = register_module("conv1", make_conv(in_channels, out_channels, 3, stride, norm, generator));
   norm1 = register_module("norm1", make_norm(out_channels, norm));
   conv2 = register_module("conv2", make_conv(out_channels, out_channels, 3, 1, norm, generator));
   norm2 = register_module("norm2", make_norm(out_channels, norm));
@@ -92,8 +114,12 @@ Backbone::Backbone(BackboneOptions options) : UnaryModule("Backbone"), options_(
   for (size_t i = 0; i < o.widths.size(); ++i) {
     auto stage = register_module("stage" + std::to_string(i + 1), std::make_shared<nn::Sequential>());
     for (int64_t b = 0; b < o.blocks[i]; ++b) {
-      stage->push_back(std::make_shared<BasicBlock>(channels, o.widths[i], b == 0 ? o.strides[i] : 1, o.norm,
-                                                    o.generator));
+      BlockOptions block;
+      block.norm = o.norm;
+      block.deformable = o.deformable_last_stage && i + 1 == o.widths.size();
+      block.modulated = o.modulated_deformable;
+      block.generator = o.generator;
+      stage->push_back(std::make_shared<BasicBlock>(channels, o.widths[i], b == 0 ? o.strides[i] : 1, block));
       channels = o.widths[i];
     }
     stages.push_back(stage);

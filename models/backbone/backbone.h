@@ -13,6 +13,15 @@
 //   shortcut(x) = x, or norm(conv 1x1 stride s (x)) when the stride or the width changes (the projection
 //   shortcut, so the sum has matching shapes).
 //
+// Deformable last stage (options.deformable_last_stage, on by default): in every block of the last stage,
+// conv1 is an nn::DeformConv2d (nn/layers/deform_conv2d.h; the op's math: ops/deform_conv2d/deform_conv2d.h).
+// A zero-initialised 3x3 conv predicts, from the block's input, a (dy, dx) offset for each of the 9 taps at
+// every output position, and the conv samples its input there by bilinear interpolation, so the last
+// features can follow an object's shape instead of a fixed square grid. Because the offsets start at 0, a
+// fresh DCNv1 block computes exactly the plain block; options.modulated_deformable (DCNv2) also predicts a
+// sigmoid mask per tap, which starts at 0.5 everywhere. The offsets get their gradient through the bilinear
+// weights (dS/dy, dS/dx), so the loss teaches the network where to look.
+//
 // Norm layers, by options.norm:
 // - BatchNorm: nn::BatchNorm2d, batch statistics in training and running ones in eval. Convs that feed a
 //   norm have no bias (the norm's own bias replaces it), as in torchvision's ResNet.
@@ -43,19 +52,29 @@ struct BackboneOptions {
   std::vector<int64_t> blocks = {1, 1, 1, 1};        // basic blocks per stage
   std::vector<int64_t> strides = {1, 2, 2, 1};       // stride of each stage's first block
   NormKind norm = NormKind::BatchNorm;
-  Generator* generator = nullptr;  // weight initialisation
+  bool deformable_last_stage = true;  // conv1 of every last-stage block is a DeformConv2d
+  bool modulated_deformable = false;  // DCNv2: the deformable convs also predict a mask
+  Generator* generator = nullptr;     // weight initialisation
 };
 
 const char* norm_kind_name(NormKind kind);
 
+// How a block builds its convs: norm kind, deformable conv1 (DCNv1 or v2), the generator for the weights.
+struct BlockOptions {
+  NormKind norm = NormKind::BatchNorm;
+  bool deformable = false;
+  bool modulated = false;
+  Generator* generator = nullptr;
+};
+
 // One basic block (see above).
 class BasicBlock final : public nn::UnaryModule {
  public:
-  BasicBlock(int64_t in_channels, int64_t out_channels, int64_t stride, NormKind norm, Generator* generator);
+  BasicBlock(int64_t in_channels, int64_t out_channels, int64_t stride, const BlockOptions& options);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
 
-  std::shared_ptr<nn::UnaryModule> conv1, norm1, conv2, norm2;
+  std::shared_ptr<nn::UnaryModule> conv1, norm1, conv2, norm2;  // conv1: Conv2d or DeformConv2d
   std::shared_ptr<nn::Sequential> shortcut;  // null for the identity shortcut
   int64_t stride;
 };

@@ -29,6 +29,18 @@ BackboneOptions tiny_options(NormKind norm) {
   return o;
 }
 
+// Gives every offset (and mask) predictor small random weights and biases, so that the deformable convs
+// sample at fractional positions: away from the integer grid, where bilinear sampling has its kinks.
+void perturb_offset_predictors(nn::Module& module, uint64_t seed) {
+  Generator gen(seed);
+  NoGradGuard no_grad;
+  for (const auto& [name, p] : module.named_parameters()) {
+    if (name.find("offset_conv") == std::string::npos) continue;
+    const double scale = name.find("bias") != std::string::npos ? 0.5 : 0.1;
+    p.copy_(mul(randn(p.sizes(), p.options(), &gen), scale));
+  }
+}
+
 bool has_name(const nn::NamedTensors& list, const std::string& name) {
   for (const auto& [n, t] : list)
     if (n == name) return true;
@@ -77,6 +89,12 @@ TEST_CASE("values/backbone: parameters and buffers for batch norm and frozen bat
   CHECK(has_name(params, "stage2.1.conv2.weight"));
   CHECK_FALSE(has_name(params, "stage2.1.shortcut.0.weight"));
   CHECK(has_name(bn.named_buffers(), "stage3.0.norm2.running_var"));
+  // The last stage's conv1 is deformable (on by default) and owns its offset predictor; earlier stages not.
+  CHECK(has_name(params, "stage3.0.conv1.weight"));
+  CHECK(has_name(params, "stage3.0.conv1.offset_conv.weight"));
+  CHECK_FALSE(has_name(params, "stage3.0.conv2.offset_conv.weight"));
+  CHECK_FALSE(has_name(params, "stage2.1.conv1.offset_conv.weight"));
+  CHECK(bn.stages.back()->operator[](0)->named_children()[0].second->type_name() == "DeformConv2d");
 
   Backbone frozen(tiny_options(NormKind::FrozenBatchNorm));
   const nn::NamedTensors frozen_params = frozen.named_parameters();
@@ -107,23 +125,66 @@ TEST_CASE("values/backbone: a seeded generator fixes the initial weights") {
   for (size_t i = 0; i < p1.size(); ++i) CHECK(p1[i].to_vector<float>() == p2[i].to_vector<float>());
 }
 
-TEST_CASE("gradcheck/backbone: tiny configuration with batch norm and frozen batch norm") {
-  for (NormKind norm : {NormKind::BatchNorm, NormKind::FrozenBatchNorm}) {
-    const std::string norm_name = models::norm_kind_name(norm);
-    CAPTURE(norm_name);
-    Generator gen(21);
-    BackboneOptions o = tiny_options(norm);
+TEST_CASE("gradcheck/backbone: tiny configurations with both norms and plain DCNv1 and DCNv2 last stages") {
+  struct Case {
+    NormKind norm;
+    bool deformable, modulated;
+  };
+  const Case cases[] = {{NormKind::BatchNorm, false, false},
+                        {NormKind::BatchNorm, true, false},
+                        {NormKind::FrozenBatchNorm, true, true}};
+  uint64_t seed = 21;
+  for (const Case& c : cases) {
+    const std::string what = std::string(models::norm_kind_name(c.norm)) +
+                             (c.deformable ? (c.modulated ? " DCNv2" : " DCNv1") : " plain");
+    CAPTURE(what);
+    Generator gen(seed++);
+    BackboneOptions o = tiny_options(c.norm);
+    o.deformable_last_stage = c.deformable;
+    o.modulated_deformable = c.modulated;
     o.generator = &gen;
     Backbone backbone(o);
+    perturb_offset_predictors(backbone, seed++);
     backbone.to(kFloat64);
-    autograd::TensorList inputs = {test::random_leaf({2, 3, 12, 10}, 22)};
+    autograd::TensorList inputs = {test::random_leaf({2, 3, 12, 10}, seed++)};
     for (const Tensor& p : backbone.parameters()) inputs.push_back(p);
     const auto result = autograd::gradcheck([&](const autograd::TensorList& in) { return backbone.forward(in[0]); },
                                             inputs);
-    MESSAGE(norm_name << ": " << result.report);
+    MESSAGE(what << ": " << result.report);
     CHECK_MESSAGE(result.ok, result.report);
     CHECK(result.entries_checked > 0);
   }
+}
+
+TEST_CASE("values/backbone: a fresh DCNv1 last stage computes what the plain one does") {
+  // Same weights in both (copied by name); zero offsets sample the regular grid, so the outputs agree.
+  Generator gen(12);
+  BackboneOptions o = tiny_options(NormKind::FrozenBatchNorm);
+  o.generator = &gen;
+  o.deformable_last_stage = false;
+  Backbone plain(o);
+  o.deformable_last_stage = true;
+  Backbone deformable(o);
+  {
+    NoGradGuard no_grad;
+    const nn::NamedTensors from = plain.named_parameters();
+    for (const auto& [name, p] : deformable.named_parameters()) {
+      if (name.find("offset_conv") != std::string::npos) continue;
+      bool copied = false;
+      for (const auto& [other, q] : from)
+        if (other == name) {
+          p.copy_(q);
+          copied = true;
+        }
+      CHECK_MESSAGE(copied, name);
+    }
+  }
+  const Tensor images = randn({2, 3, 16, 16}, kFloat32, &gen);
+  NoGradGuard no_grad;
+  CHECK(test::allclose(deformable.forward(images), plain.forward(images), 1e-5, 1e-5));
+  // Moving the offsets changes the result: the deformable conv is really in the path.
+  perturb_offset_predictors(deformable, 13);
+  CHECK(test::max_abs_diff(deformable.forward(images), plain.forward(images)) > 1e-3);
 }
 
 TEST_CASE("errors/backbone: bad options and bad images") {
@@ -172,16 +233,20 @@ TEST_CASE("values/backbone: a few SGD steps lower a regression loss on fixed ima
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/backbone: forward and every gradient match the CPU in float32") {
+  // Batch norm with a DCNv1 last stage, frozen batch norm with DCNv2; offsets moved off the grid.
   for (NormKind norm : {NormKind::BatchNorm, NormKind::FrozenBatchNorm}) {
     const std::string norm_name = models::norm_kind_name(norm);
     CAPTURE(norm_name);
     BackboneOptions o;  // the real widths, on a small image
     o.norm = norm;
+    o.modulated_deformable = norm == NormKind::FrozenBatchNorm;
     Generator gen_cpu(8), gen_gpu(8);
     o.generator = &gen_cpu;
     Backbone on_cpu(o);
     o.generator = &gen_gpu;
     Backbone on_gpu(o);
+    perturb_offset_predictors(on_cpu, 10);
+    perturb_offset_predictors(on_gpu, 10);
     on_gpu.to(Device::cuda());
     Generator data(9);
     const Tensor images = randn({2, 3, 32, 40}, kFloat32, &data);
