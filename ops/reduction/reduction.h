@@ -18,8 +18,8 @@
 // - NaN propagates: max and min both return NaN (and its first index) when a row contains one. topk treats
 //   every NaN (either sign bit) as larger than every number, on both devices (CUDA returns it as +NaN).
 // - topk returns its values sorted (largest first when largest, else smallest first) whether or not
-//   `sorted` is set, and equal values keep their input order. (-0.0 and +0.0 compare equal on the CPU but
-//   the CUDA radix sort orders -0.0 first; a corner case we leave.)
+//   `sorted` is set, and equal values keep their input order (-0.0 and +0.0 are equal too, on both devices:
+//   CUDA topk is sort's stable sort, ops/sort/sort.h, cut to k).
 // - sum takes any dtype: float32/float64 sum in their own dtype; bool, uint8 and int64 sum in int64 and return
 //   int64, like PyTorch (so sum(gt(x, 0)) counts). mean takes floating only; max/min/argmax/topk any numeric
 //   dtype. Indices are int64.

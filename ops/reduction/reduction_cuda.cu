@@ -1,14 +1,13 @@
-// CUDA kernels for max/min/argmax, their scatter backward, and topk. Same semantics as reduction_cpu.cpp.
-#include <climits>
-#include <limits>
-
-#include <cub/device/device_segmented_radix_sort.cuh>
+// CUDA kernels for max/min/argmax, their scatter backward, and topk (on top of sort). Same semantics as
+// reduction_cpu.cpp.
+#include <algorithm>
 
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
 #include "ops/reduction/reduction_kernels.h"
+#include "ops/sort/sort_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
@@ -69,24 +68,6 @@ __global__ void scatter_rows_kernel_cuda(int64_t n, T* grad_x, RowLayout layout,
   }
 }
 
-// Each row's positions 0..n-1: the values the radix sort carries along with the keys.
-__global__ void row_positions_kernel(int64_t total, int64_t n, int64_t* out) {
-  MINIDET_KERNEL_LOOP(i, total) { out[i] = i % n; }
-}
-
-// topk's sort keys: x with every NaN replaced by the one canonical +NaN. CUB's radix sort orders floats by
-// their bits (flipped so that negative numbers sort below positive ones), which puts a NaN with the sign bit
-// set (-NaN, e.g. from -(NaN) or some inf - inf) below -inf, and orders NaNs among themselves by payload. The
-// CPU treats every NaN as larger than every number and all NaNs as equal (input order kept), so on the GPU
-// every NaN must be the same +NaN, which sorts above +inf and ties with the others.
-template <typename T>
-__global__ void canonical_nan_kernel(int64_t n, const T* x, T* keys) {
-  MINIDET_KERNEL_LOOP(i, n) {
-    const T v = x[i];
-    keys[i] = v != v ? std::numeric_limits<T>::quiet_NaN() : v;  // constexpr: fine in device code
-  }
-}
-
 }  // namespace
 
 void extremum_rows_cuda(Extremum kind, const Tensor& x, const RowLayout& layout, const Tensor& values,
@@ -111,55 +92,13 @@ void scatter_rows_cuda(const Tensor& grad_x, const RowLayout& layout, const Tens
   });
 }
 
-// topk on CUDA sorts every row completely with CUB's segmented radix sort (one segment per row), then keeps
-// the first k of each. Radix sort is stable, so equal values keep their input order, as on the CPU; it
-// orders floats by their bits, which puts +NaN above +inf but -NaN below -inf, so floating keys are first
-// copied with every NaN made one canonical +NaN (canonical_nan_kernel): every NaN then counts as largest and
-// ties with the other NaNs, as on the CPU.
+// topk on CUDA sorts every row completely (sort's stable CUB sort, which orders NaN and -0.0 exactly as the
+// CPU does; ops/sort/sort_cuda.cu), then keeps the first k of each.
 void topk_last_dim_cuda(const Tensor& x, int64_t k, bool largest, const Tensor& values, const Tensor& indices) {
-  cuda::DeviceGuard guard(x.device());
-  const int64_t n = x.size(-1), total = x.numel(), rows = total / n;
-  MINIDET_CHECK(total <= INT_MAX, "topk: CUDA topk sorts at most ", INT_MAX, " elements, got ", total);
-  const TensorOptions index_options(kInt64, x.device());
-  Tensor positions = empty({total}, index_options);
-  row_positions_kernel<<<cuda::blocks_for(total), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-      total, n, positions.data<int64_t>());
-  MINIDET_CUDA_LAUNCH_CHECK("row_positions_kernel");
-  // Segment r is [offsets[r], offsets[r + 1]).
-  const Tensor offsets = arange(0, static_cast<double>((rows + 1) * n), static_cast<double>(n), kInt64).to(x.device());
+  const int64_t n = x.size(-1), rows = x.numel() / n;
   Tensor sorted = empty({rows, n}, x.options());
-  Tensor sorted_positions = empty({rows, n}, index_options);
-  // The sort keys: x itself, or for floats a copy with every NaN made the canonical +NaN.
-  Tensor keys = x;
-  if (is_floating(x.dtype())) {
-    keys = empty({rows, n}, x.options());
-    MINIDET_DISPATCH_FLOATING(x.dtype(), "topk", [&] {
-      canonical_nan_kernel<scalar_t><<<cuda::blocks_for(total), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-          total, x.data<scalar_t>(), keys.data<scalar_t>());
-      MINIDET_CUDA_LAUNCH_CHECK("canonical_nan_kernel");
-    });
-  }
-  MINIDET_DISPATCH_NUMERIC(x.dtype(), "topk", [&] {
-    const scalar_t* keys_in = keys.data<scalar_t>();
-    scalar_t* keys_out = sorted.data<scalar_t>();
-    const int64_t* values_in = positions.data<int64_t>();
-    int64_t* values_out = sorted_positions.data<int64_t>();
-    const int64_t* begin = offsets.data<int64_t>();
-    const int items = static_cast<int>(total), segments = static_cast<int>(rows);
-    auto sort = [&](void* temp, size_t& temp_bytes) {
-      return largest ? cub::DeviceSegmentedRadixSort::SortPairsDescending(
-                           temp, temp_bytes, keys_in, keys_out, values_in, values_out, items, segments, begin,
-                           begin + 1, 0, int(sizeof(scalar_t) * 8), cuda::current_stream())
-                     : cub::DeviceSegmentedRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in,
-                                                                values_out, items, segments, begin, begin + 1, 0,
-                                                                int(sizeof(scalar_t) * 8), cuda::current_stream());
-    };
-    size_t temp_bytes = 0;
-    MINIDET_CUDA_CHECK(sort(nullptr, temp_bytes));
-    // Scratch from the caching allocator, freed (returned to its pool) when `temp` goes out of scope.
-    Tensor temp = empty({static_cast<int64_t>(temp_bytes) + 1}, TensorOptions(kUInt8, x.device()));
-    MINIDET_CUDA_CHECK(sort(temp.raw_data(), temp_bytes));
-  });
+  Tensor sorted_positions = empty({rows, n}, TensorOptions(kInt64, x.device()));
+  sort_rows_cuda(x, row_layout({rows, n}, 1), /*descending=*/largest, sorted, sorted_positions);
   NoGradGuard raw;
   values.copy_(sorted.narrow(1, 0, k));
   indices.copy_(sorted_positions.narrow(1, 0, k));

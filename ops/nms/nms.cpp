@@ -1,0 +1,86 @@
+// nms and batched_nms: validation, the stable score sort (shared by both devices), the device switch.
+// Values (NaN or Inf coordinates and scores) are checked by the kernels while they gather the boxes into
+// score order: on CUDA that check rides on the one copy NMS makes anyway (the kept count), so validating
+// costs no extra synchronisation.
+#include "ops/nms/nms.h"
+
+#include <cmath>
+
+#include "core/factories.h"
+#include "ops/common/checks.h"
+#include "ops/nms/nms_kernels.h"
+#include "ops/sort/sort_kernels.h"
+
+namespace minidet {
+
+namespace ops::detail {
+
+Tensor nms_kernel(const char* op, const NmsArgs& args) {
+  if (args.boxes.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return nms_cuda(op, args);
+#endif
+  }
+  return nms_cpu(op, args);
+}
+
+}  // namespace ops::detail
+
+namespace {
+
+void check_nms_inputs(const char* op, const Tensor& boxes, const Tensor& scores, double iou_threshold,
+                      int offset) {
+  ops::check_defined(op, boxes, "boxes");
+  ops::check_defined(op, scores, "scores");
+  ops::check_floating(op, boxes, "boxes");
+  MINIDET_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, op, ": expected boxes of shape (N, 4), got ",
+                boxes.sizes());
+  MINIDET_CHECK(scores.dim() == 1, op, ": expected scores of shape (N), got ", scores.sizes());
+  MINIDET_CHECK(scores.size(0) == boxes.size(0), op, ": expected one score per box, got ", boxes.size(0),
+                " boxes and ", scores.size(0), " scores");
+  ops::check_same_device(op, boxes, "boxes", scores, "scores");
+  ops::check_same_dtype(op, boxes, "boxes", scores, "scores");
+  MINIDET_CHECK(std::isfinite(iou_threshold) && iou_threshold >= 0, op,
+                ": expected a finite iou_threshold >= 0, got ", iou_threshold);
+  MINIDET_CHECK(offset == 0 || offset == 1, op, ": expected offset 0 or 1 (1: legacy +1 widths), got ", offset);
+}
+
+Tensor run_nms(const char* op, const Tensor& boxes, const Tensor& scores, const Tensor& class_ids,
+               double iou_threshold, int offset) {
+  NoGradGuard raw;  // indices only: nothing to record, and the inputs may require grad
+  const int64_t n = boxes.size(0);
+  if (n == 0) return empty({0}, TensorOptions(kInt64, boxes.device()));
+  ops::detail::NmsArgs args;
+  args.boxes = boxes.contiguous();
+  args.scores = scores.contiguous();
+  if (class_ids.defined()) args.class_ids = class_ids.contiguous();
+  args.iou_threshold = iou_threshold;
+  args.offset = offset;
+  // Highest score first, equal scores in input order: sort.h's stable order, the same on both devices.
+  const Tensor sorted_scores = empty({n}, scores.options());
+  args.order = empty({n}, TensorOptions(kInt64, boxes.device()));
+  ops::detail::sort_rows(args.scores, ops::row_layout({n}, 0), /*descending=*/true, sorted_scores, args.order);
+  return ops::detail::nms_kernel(op, args);
+}
+
+}  // namespace
+
+Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold, int offset) {
+  check_nms_inputs("nms", boxes, scores, iou_threshold, offset);
+  return run_nms("nms", boxes, scores, Tensor(), iou_threshold, offset);
+}
+
+Tensor batched_nms(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids, double iou_threshold,
+                   int offset) {
+  check_nms_inputs("batched_nms", boxes, scores, iou_threshold, offset);
+  ops::check_defined("batched_nms", class_ids, "class_ids");
+  MINIDET_CHECK(class_ids.dtype() == kInt64, "batched_nms: expected class_ids of dtype int64, got ",
+                class_ids.dtype(), " (floating class ids are refused rather than rounded; convert with .to(kInt64))");
+  MINIDET_CHECK(class_ids.dim() == 1 && class_ids.size(0) == boxes.size(0),
+                "batched_nms: expected class_ids of shape (N) with N = ", boxes.size(0), " boxes, got ",
+                class_ids.sizes());
+  ops::check_same_device("batched_nms", boxes, "boxes", class_ids, "class_ids");
+  return run_nms("batched_nms", boxes, scores, class_ids, iou_threshold, offset);
+}
+
+}  // namespace minidet

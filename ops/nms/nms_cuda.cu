@@ -1,0 +1,340 @@
+// CUDA NMS: the source article's bitmask kernel, and the greedy pass on the GPU instead of the host.
+//
+// Boxes arrive sorted by score (nms.cpp). Cut them into blocks of 64 (the bits of one word). For a row box i
+// and a column block c, one 64-bit word holds bit k = "box i suppresses box 64c + k" (only for 64c + k > i:
+// a box can only be suppressed by a better one). The words form tiles of 64 x 64 pairs, one per (row block r,
+// column block c); tiles below the diagonal (c < r) would only hold pairs with j < i, so they are never
+// launched.
+//
+//   1. nms_gather_kernel   boxes, areas and classes into score order; finite-value flags per thread block
+//   2. nms_mask_kernel     one 64-thread block per tile on or above the diagonal: thread t tests row box
+//                          64r + t against the tile's 64 column boxes (staged in shared memory) and writes
+//                          one word. An all-zero tile off the diagonal is not written, only flagged empty.
+//   3. nms_reduce_kernel   one 512-thread block runs the greedy pass over the tiles (see below) and writes
+//                          the kept indices and their count.
+//   4. one copy of (count, flags) to the host: the only synchronisation, because the result's size depends
+//      on it. The kept indices stay on the GPU.
+//
+// Mask layout: tile (r, c), c >= r, is stored at tile_index(r, c) = c (c + 1) / 2 + r (the upper triangle,
+// column by column), its 64 words (one per row box of block r) contiguous. Torchvision and the article store a
+// full N x (N / 64) matrix, one row per box; tile order instead makes a block's 64 words one 512-byte
+// stretch: written in one coalesced store by the mask kernel, read by one warp with two coalesced loads.
+//
+// The greedy pass (nms_reduce_kernel). removed[c] (shared memory) has bit k set once box 64c + k is
+// suppressed. For each row block b in order:
+//   a. warp 0 resolves block b alone: which of its rows not yet removed survive the diagonal tile (a box
+//      can suppress a later box of its own block). The article walks the rows one by one; kept_rows gets the
+//      same answer in a few warp-wide rounds.
+//   b. every warp then ORs the words of the kept boxes of block b into removed[c] for c > b; warp w owns
+//      columns b + 1 + w, b + 1 + w + 16, ..., so no two threads write one word and no atomics are needed.
+// The tile loads of step b do not depend on which boxes step a keeps (only on removed[b], known by then), so
+// each warp issues them before step a and they arrive while warp 0 resolves; rows already removed and empty
+// tiles are skipped, so only the words that can matter cross the memory bus. Each block costs two
+// __syncthreads. The article does this pass on the host after copying the whole N x N/64 mask there (50 MB
+// at 20000 boxes); here only one int64 count crosses.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
+#include "core/cuda/launch.h"
+#include "core/factories.h"
+#include "ops/nms/nms_kernels.h"
+
+namespace minidet::ops::detail {
+namespace {
+
+using Word = unsigned long long;
+constexpr int kBoxesPerBlock = 64;  // = bits per Word
+constexpr int kReduceWarps = 16;
+constexpr int kPrefetchTiles = 20;  // tiles per warp loaded before step a (all of them up to 64 * 16 * 20 boxes)
+constexpr int kGatherThreads = 256;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+enum BadInput : unsigned char { kBadBox = 1, kBadScore = 2 };
+
+__host__ __device__ inline int64_t tile_index(int64_t row_block, int64_t col_block) {
+  return col_block * (col_block + 1) / 2 + row_block;
+}
+
+// Step 1. Also ORs, per thread block, whether any coordinate or score is NaN or Inf into bad_flags[block]
+// (every block writes its entry, so the buffer needs no clearing).
+template <typename T>
+__global__ void nms_gather_kernel(int64_t n, const T* boxes, const T* scores, const int64_t* classes,
+                                  const int64_t* order, T offset, T* sorted_boxes, T* areas,
+                                  int64_t* sorted_classes, unsigned char* bad_flags) {
+  int bad_box = 0, bad_score = 0;
+  MINIDET_KERNEL_LOOP(p, n) {
+    const int64_t i = order[p];
+    const T* box = boxes + 4 * i;
+    for (int c = 0; c < 4; ++c) {
+      bad_box |= !isfinite(box[c]);
+      sorted_boxes[4 * p + c] = box[c];
+    }
+    bad_score |= !isfinite(scores[i]);
+    areas[p] = box_math::box_area(box, offset);
+    if (classes) sorted_classes[p] = classes[i];
+  }
+  bad_box = __syncthreads_or(bad_box);
+  bad_score = __syncthreads_or(bad_score);
+  if (threadIdx.x == 0) bad_flags[blockIdx.x] = (bad_box ? kBadBox : 0) | (bad_score ? kBadScore : 0);
+}
+
+// Step 2: one block of 64 threads per tile (r, c) with c >= r, numbered by tile_index.
+template <typename T>
+__global__ void __launch_bounds__(kBoxesPerBlock)
+    nms_mask_kernel(int64_t n, const T* sorted_boxes, const T* areas, const int64_t* sorted_classes, T threshold,
+                    T offset, Word* mask, unsigned char* tile_nonzero) {
+  // Invert tile_index: the column c is the largest with c (c + 1) / 2 <= t (the float estimate is fixed up).
+  const int64_t t = blockIdx.x;
+  int64_t col = static_cast<int64_t>((sqrt(8.0 * static_cast<double>(t) + 1.0) - 1.0) / 2.0);
+  while (col * (col + 1) / 2 > t) --col;
+  while ((col + 1) * (col + 2) / 2 <= t) ++col;
+  const int64_t row = t - col * (col + 1) / 2;
+
+  __shared__ T col_boxes[kBoxesPerBlock][4];
+  __shared__ T col_areas[kBoxesPerBlock];
+  __shared__ int64_t col_classes[kBoxesPerBlock];
+  const int k = threadIdx.x;
+  const int64_t col_start = col * kBoxesPerBlock;
+  const int col_count = n - col_start < kBoxesPerBlock ? static_cast<int>(n - col_start) : kBoxesPerBlock;
+  if (k < col_count) {
+    for (int c = 0; c < 4; ++c) col_boxes[k][c] = sorted_boxes[4 * (col_start + k) + c];
+    col_areas[k] = areas[col_start + k];
+    if (sorted_classes) col_classes[k] = sorted_classes[col_start + k];
+  }
+  __syncthreads();
+
+  Word bits = 0;
+  const int64_t i = row * kBoxesPerBlock + k;  // this thread's row box
+  if (i < n) {
+    T box[4];
+    for (int c = 0; c < 4; ++c) box[c] = sorted_boxes[4 * i + c];
+    const T area = areas[i];
+    const int64_t cls = sorted_classes ? sorted_classes[i] : 0;
+    // On the diagonal only the boxes after this one: a box is suppressed by better boxes only.
+    for (int j = row == col ? k + 1 : 0; j < col_count; ++j) {
+      const bool same_class = !sorted_classes || col_classes[j] == cls;
+      if (same_class && suppresses(box, area, col_boxes[j], col_areas[j], threshold, offset)) bits |= Word(1) << j;
+    }
+  }
+  const int nonzero = __syncthreads_or(bits != 0);
+  // Diagonal tiles are always written: the greedy pass loads them before it could look at their flag.
+  if (nonzero || row == col) mask[t * kBoxesPerBlock + k] = bits;
+  if (k == 0) tile_nonzero[t] = static_cast<unsigned char>(nonzero);
+}
+
+__device__ inline Word warp_or(Word v) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned lo = __reduce_or_sync(kFullWarp, static_cast<unsigned>(v));
+  const unsigned hi = __reduce_or_sync(kFullWarp, static_cast<unsigned>(v >> 32));
+  return (static_cast<Word>(hi) << 32) | lo;
+#else
+  for (int width = 16; width > 0; width /= 2) v |= __shfl_xor_sync(kFullWarp, v, width);
+  return v;
+#endif
+}
+
+// Lane l's two words of a tile: rows l and l + 32 of its row block, or 0 for rows already removed (they cannot
+// be kept, so their words can never matter) and for an empty tile (never written, so never read).
+struct TileRows {
+  Word low = 0, high = 0;
+};
+
+__device__ inline TileRows load_tile_rows(const Word* mask, int64_t tile, bool nonzero, Word removed_rows, int lane) {
+  TileRows rows;
+  if (!nonzero) return rows;
+  const Word* words = mask + tile * kBoxesPerBlock;
+  if (!((removed_rows >> lane) & 1)) rows.low = words[lane];
+  if (!((removed_rows >> (lane + 32)) & 1)) rows.high = words[lane + 32];
+  return rows;
+}
+
+// The OR over block b's kept rows of one of its tiles, into removed[col] (one lane writes).
+__device__ inline void or_kept_rows(const TileRows& rows, Word kept, int lane, Word* removed_col) {
+  const Word mine = (((kept >> lane) & 1) ? rows.low : 0) | (((kept >> (lane + 32)) & 1) ? rows.high : 0);
+  const Word all = warp_or(mine);
+  if (lane == 0 && all) *removed_col |= all;
+}
+
+// Which rows of a block are kept, given the rows removed by earlier blocks and the block's diagonal tile
+// (lane l holds rows l and l + 32). The greedy rule, row by row, is
+//     kept(k) = not removed(k) and no kept row j < k suppresses k.
+// Walking k = 0..63 would be 64 dependent steps. Instead start from "every row not removed is kept" and
+// repeat  kept = not removed and not (OR of the kept rows' words)  until nothing changes. Row k's word only
+// has bits above k, so the OR's bit k comes from rows before k only; each round therefore fixes at least the
+// next row in order (after r rounds rows 0..r-1 are final), and the rule's unique solution is reached in as
+// many rounds as the longest chain of "kept row suppresses a later row" inside the block, usually 1 to 3. A
+// round is one warp-wide OR, so the whole step takes a few dozen cycles instead of hundreds.
+__device__ inline Word kept_rows(const TileRows& diagonal, Word removed_rows, int lane) {
+  Word kept = ~removed_rows;
+  while (true) {
+    const Word suppressed = warp_or((((kept >> lane) & 1) ? diagonal.low : 0) |
+                                    (((kept >> (lane + 32)) & 1) ? diagonal.high : 0));
+    const Word next = ~removed_rows & ~suppressed;
+    if (next == kept) return kept;  // the same on every lane: warp_or returns one value to all
+    kept = next;
+  }
+}
+
+// Column of warp `warp`'s prefetch slot `slot` for row block b: warp w owns columns b + 1 + w + kReduceWarps s.
+__device__ inline int64_t slot_column(int64_t b, int warp, int slot) {
+  return b + 1 + warp + int64_t(kReduceWarps) * slot;
+}
+
+// Step 3: the greedy pass (see the top of the file). One block of kReduceWarps warps; `removed` has one word
+// per column block in dynamic shared memory. Writes keep[0 .. count) and status = {count, bad-input flags}.
+//
+// Latency hiding: a global load costs about a microsecond, and every block b would wait for several in a
+// row (tile flags, then the words they allow, then the diagonal words warp 0 needs). So what does not depend
+// on the walk is loaded one step early: during block b, every warp loads the empty/non-empty flags of its
+// tiles of block b + 1, and warp 0 loads block b + 1's diagonal words and input indices. When block b + 1
+// starts, only the tile words (now a single load, issued before warp 0's walk) are in flight.
+__global__ void __launch_bounds__(kReduceWarps * 32)
+    nms_reduce_kernel(int64_t n, int64_t blocks, const Word* mask, const unsigned char* tile_nonzero,
+                      const int64_t* order, const unsigned char* bad_flags, int bad_flag_count, int64_t* keep,
+                      int64_t* status) {
+  extern __shared__ Word removed[];
+  __shared__ Word kept_shared;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  // Rows past n in the last block do not exist: mark them removed so they are never kept.
+  for (int64_t c = threadIdx.x; c < blocks; c += blockDim.x) {
+    const int tail = static_cast<int>(n - c * kBoxesPerBlock);
+    removed[c] = tail >= kBoxesPerBlock ? Word(0) : ~Word(0) << tail;
+  }
+
+  // Loaded one block ahead (for b = 0 here, then at the end of each step for the next one).
+  bool slot_nonzero[kPrefetchTiles];
+#pragma unroll
+  for (int s = 0; s < kPrefetchTiles; ++s) {
+    const int64_t col = slot_column(0, warp, s);
+    slot_nonzero[s] = col < blocks && tile_nonzero[tile_index(0, col)];
+  }
+  TileRows diagonal;  // warp 0: block b's diagonal tile (always written by the mask kernel)
+  int64_t order_low = 0, order_high = 0;  // warp 0: input indices of block b's rows lane and lane + 32
+  if (warp == 0) {
+    diagonal = load_tile_rows(mask, tile_index(0, 0), true, 0, lane);
+    order_low = lane < n ? order[lane] : 0;
+    order_high = lane + 32 < n ? order[lane + 32] : 0;
+  }
+  __syncthreads();
+
+  int64_t count = 0;  // kept so far (warp 0's copy is the one used)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const Word removed_b = removed[b];  // final: every earlier block has ORed into it
+    const bool all_removed = removed_b == ~Word(0);
+    // This warp's first tiles of row block b: their loads are consumed after the walk.
+    TileRows prefetched[kPrefetchTiles];
+    unsigned present = 0;  // bit s: slot s holds a non-empty tile (warp-uniform)
+    if (!all_removed) {
+#pragma unroll
+      for (int s = 0; s < kPrefetchTiles; ++s) {
+        prefetched[s] = load_tile_rows(mask, tile_index(b, slot_column(b, warp, s)), slot_nonzero[s], removed_b, lane);
+        present |= unsigned(slot_nonzero[s]) << s;
+      }
+    }
+    // Next block's flags.
+#pragma unroll
+    for (int s = 0; s < kPrefetchTiles; ++s) {
+      const int64_t col = slot_column(b + 1, warp, s);
+      slot_nonzero[s] = col < blocks && tile_nonzero[tile_index(b + 1, col)];
+    }
+    // Step a: warp 0 finds which rows of block b are kept.
+    if (warp == 0) {
+      const Word kept = kept_rows(diagonal, removed_b, lane);
+      // Kept boxes of this block, in row order, after the `count` kept before.
+      const Word below_low = (Word(1) << lane) - 1;
+      if ((kept >> lane) & 1) keep[count + __popcll(kept & below_low)] = order_low;
+      if ((kept >> (lane + 32)) & 1) keep[count + __popcll(kept & ((below_low << 32) | 0xffffffffull))] = order_high;
+      count += __popcll(kept);
+      if (lane == 0) kept_shared = kept;
+      // Next block's diagonal words and input indices.
+      if (b + 1 < blocks) {
+        diagonal = load_tile_rows(mask, tile_index(b + 1, b + 1), true, 0, lane);
+        const int64_t row0 = (b + 1) * kBoxesPerBlock;
+        order_low = row0 + lane < n ? order[row0 + lane] : 0;
+        order_high = row0 + lane + 32 < n ? order[row0 + lane + 32] : 0;
+      }
+    }
+    __syncthreads();
+    const Word kept = kept_shared;
+    // Step b: this warp's columns, prefetched ones first, then (past kReduceWarps * kPrefetchTiles columns to
+    // the right: more than 64 * 32 * kPrefetchTiles boxes) the rest, loaded now.
+    if (kept) {
+#pragma unroll
+      for (int s = 0; s < kPrefetchTiles; ++s)
+        if ((present >> s) & 1) or_kept_rows(prefetched[s], kept, lane, &removed[slot_column(b, warp, s)]);
+      for (int64_t col = slot_column(b, warp, kPrefetchTiles); col < blocks; col += kReduceWarps) {
+        const int64_t tile = tile_index(b, col);
+        if (tile_nonzero[tile]) or_kept_rows(load_tile_rows(mask, tile, true, removed_b, lane), kept, lane, &removed[col]);
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    int64_t bad = 0;
+    for (int f = 0; f < bad_flag_count; ++f) bad |= bad_flags[f];
+    status[0] = count;
+    status[1] = bad;
+  }
+}
+
+template <typename T>
+Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
+  const int64_t n = args.boxes.size(0);
+  const int64_t blocks = (n + kBoxesPerBlock - 1) / kBoxesPerBlock;
+  const int64_t tiles = blocks * (blocks + 1) / 2;
+  MINIDET_CHECK(tiles <= INT_MAX, op, ": ", n, " boxes need more mask tiles than one CUDA launch has blocks");
+  const Device device = args.boxes.device();
+  cudaStream_t stream = cuda::current_stream();
+  const bool batched = args.class_ids.defined();
+
+  // Scratch from the caching allocator (no cudaMalloc once warm), returned when these tensors die.
+  const Tensor sorted_boxes = empty({n, 4}, args.boxes.options());
+  const Tensor areas = empty({n}, args.boxes.options());
+  const Tensor sorted_classes = batched ? empty({n}, TensorOptions(kInt64, device)) : Tensor();
+  const int gather_blocks = static_cast<int>(std::min<int64_t>((n + kGatherThreads - 1) / kGatherThreads, 1024));
+  const Tensor bad_flags = empty({gather_blocks}, TensorOptions(kUInt8, device));
+  // Words of empty off-diagonal tiles are never written nor read, so the mask needs no clearing either.
+  const Tensor mask = empty({tiles * kBoxesPerBlock}, TensorOptions(kInt64, device));
+  const Tensor tile_nonzero = empty({tiles}, TensorOptions(kUInt8, device));
+  const Tensor keep = empty({n}, TensorOptions(kInt64, device));
+  const Tensor status = empty({2}, TensorOptions(kInt64, device));
+  const int64_t* classes = batched ? args.class_ids.data<int64_t>() : nullptr;
+  int64_t* sorted_class_data = batched ? sorted_classes.data<int64_t>() : nullptr;
+  Word* mask_words = static_cast<Word*>(mask.raw_data());
+  unsigned char* nonzero = tile_nonzero.data<uint8_t>();
+
+  nms_gather_kernel<T><<<gather_blocks, kGatherThreads, 0, stream>>>(
+      n, args.boxes.data<T>(), args.scores.data<T>(), classes, args.order.data<int64_t>(), T(args.offset),
+      sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data, bad_flags.data<uint8_t>());
+  MINIDET_CUDA_LAUNCH_CHECK("nms_gather_kernel");
+  nms_mask_kernel<T><<<static_cast<unsigned>(tiles), kBoxesPerBlock, 0, stream>>>(
+      n, sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data, static_cast<T>(args.iou_threshold),
+      T(args.offset), mask_words, nonzero);
+  MINIDET_CUDA_LAUNCH_CHECK("nms_mask_kernel");
+  const size_t removed_bytes = static_cast<size_t>(blocks) * sizeof(Word);
+  if (removed_bytes > 48 * 1024)  // past the default dynamic shared memory: opt in (up to 227 KB on Hopper)
+    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(nms_reduce_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(removed_bytes)));
+  nms_reduce_kernel<<<1, kReduceWarps * 32, removed_bytes, stream>>>(
+      n, blocks, mask_words, nonzero, args.order.data<int64_t>(), bad_flags.data<uint8_t>(), gather_blocks,
+      keep.data<int64_t>(), status.data<int64_t>());
+  MINIDET_CUDA_LAUNCH_CHECK("nms_reduce_kernel");
+
+  // The one synchronisation: the result's length (and the finite-value check) must reach the host.
+  const std::vector<int64_t> host_status = status.to_vector<int64_t>();
+  MINIDET_CHECK(!(host_status[1] & kBadBox), op, ": boxes contain NaN or Inf; expected finite coordinates");
+  MINIDET_CHECK(!(host_status[1] & kBadScore), op, ": scores contain NaN or Inf; expected finite scores");
+  return keep.narrow(0, 0, host_status[0]);
+}
+
+}  // namespace
+
+Tensor nms_cuda(const char* op, const NmsArgs& args) {
+  cuda::DeviceGuard guard(args.boxes.device());
+  return MINIDET_DISPATCH_FLOATING(args.boxes.dtype(), op, [&] { return nms_cuda_typed<scalar_t>(op, args); });
+}
+
+}  // namespace minidet::ops::detail
