@@ -230,6 +230,77 @@ TEST_CASE("gradcheck/roi_heads: both losses through the box head's FC layers") {
   CHECK(result.entries_checked > 0);
 }
 
+namespace {
+
+// Logits whose softmax is exactly the given probabilities (up to rounding): log p.
+Tensor logits_of(const std::vector<double>& probabilities, int64_t rows) {
+  std::vector<double> z;
+  for (double p : probabilities) z.push_back(std::log(p));
+  return from_vector<double>(z, {rows, static_cast<int64_t>(probabilities.size()) / rows});
+}
+
+}  // namespace
+
+TEST_CASE("values/roi_heads: inference keeps, suppresses, clips and drops as torchvision does") {
+  // Image 0 (40 x 50), C = 2, three proposals; deltas 0 except where said (weights 10 10 5 5: dx = 10 moves a
+  // box by one width):
+  //   r0 (0, 0, 10, 10)    p = (bg 0.1, c1 0.7, c2 0.2)
+  //   r1 (1, 1, 11, 11)    p = (0.36, 0.6, 0.04)  c1 overlaps r0's c1 (IoU 81/119 > 0.5): suppressed;
+  //                                               c2 below 0.05: dropped
+  //   r2 (30, 30, 40, 40)  p = (0.2, 0.3, 0.5)    c1 moved by dx = 15 to (45, 30, 55, 40), clipped to x2 = 50;
+  //                                               c2 moved by dx = 20 to x1 = 50: width 0 after clipping, removed
+  // Image 1 (20 x 20) has no proposals.
+  const Tensor proposals = from_vector<double>({0, 0, 10, 10, 1, 1, 11, 11, 30, 30, 40, 40}, {3, 4});
+  const Tensor logits = logits_of({0.1, 0.7, 0.2, 0.36, 0.6, 0.04, 0.2, 0.3, 0.5}, 3);
+  std::vector<double> deltas(3 * 12, 0.0);
+  deltas[2 * 12 + 4] = 15;  // r2, class 1, dx
+  deltas[2 * 12 + 8] = 20;  // r2, class 2, dx
+  const BoxHeadOutput head{logits, from_vector<double>(deltas, {3, 12})};
+  const auto detections = models::postprocess_detections(head, {proposals, zeros({0, 4}, kFloat64)},
+                                                         {{40, 50}, {20, 20}}, tiny_options());
+  REQUIRE(detections.size() == 2);
+  const models::Detections& d = detections[0];
+  CHECK(values(d.boxes) == std::vector<double>{0, 0, 10, 10, 45, 30, 50, 40, 0, 0, 10, 10});
+  const std::vector<double> scores = values(d.scores);
+  REQUIRE(scores.size() == 3);
+  CHECK(scores[0] == doctest::Approx(0.7).epsilon(1e-12));
+  CHECK(scores[1] == doctest::Approx(0.3).epsilon(1e-12));
+  CHECK(scores[2] == doctest::Approx(0.2).epsilon(1e-12));
+  CHECK(d.labels.dtype() == kInt64);
+  CHECK(ints(d.labels) == std::vector<int64_t>{1, 1, 2});
+  CHECK(detections[1].boxes.sizes() == Shape({0, 4}));
+  CHECK(detections[1].scores.sizes() == Shape{0});
+  CHECK(detections[1].labels.dtype() == kInt64);
+}
+
+TEST_CASE("values/roi_heads: inference keeps the best detections per image and never mixes images") {
+  // Two images with the same 5 disjoint proposals; image 1's are shifted by nothing, so every box of image 0
+  // overlaps its twin in image 1 exactly: only per-image NMS keeps both. With detections_per_image = 3 each
+  // image keeps its 3 best, in decreasing score order.
+  std::vector<double> boxes;
+  for (int i = 0; i < 5; ++i) boxes.insert(boxes.end(), {12.0 * i, 0, 12.0 * i + 10, 10});
+  const Tensor proposals = from_vector<double>(boxes, {5, 4});
+  // Class 1 probabilities per row: image 0 rising, image 1 falling; class 2 always 0.01 (dropped).
+  std::vector<double> p;
+  const double image0[5] = {0.5, 0.6, 0.7, 0.8, 0.9}, image1[5] = {0.9, 0.8, 0.7, 0.6, 0.5};
+  for (double v : image0) p.insert(p.end(), {0.99 - v, v, 0.01});
+  for (double v : image1) p.insert(p.end(), {0.99 - v, v, 0.01});
+  const BoxHeadOutput head{logits_of(p, 10), zeros({10, 12}, kFloat64)};
+  RoIHeadsOptions o = tiny_options();
+  o.detections_per_image = 3;
+  const auto detections = models::postprocess_detections(head, {proposals, proposals}, {{20, 70}, {20, 70}}, o);
+  REQUIRE(detections.size() == 2);
+  CHECK(values(detections[0].scores).size() == 3);
+  CHECK(values(detections[0].boxes) == std::vector<double>{48, 0, 58, 10, 36, 0, 46, 10, 24, 0, 34, 10});
+  CHECK(values(detections[1].boxes) == std::vector<double>{0, 0, 10, 10, 12, 0, 22, 10, 24, 0, 34, 10});
+  CHECK(ints(detections[1].labels) == std::vector<int64_t>{1, 1, 1});
+  // A threshold above every score leaves both images empty.
+  o.score_threshold = 0.95;
+  const auto none = models::postprocess_detections(head, {proposals, proposals}, {{20, 70}, {20, 70}}, o);
+  CHECK(none[0].boxes.sizes() == Shape({0, 4}));
+  CHECK(none[1].labels.sizes() == Shape{0});
+}
+
 TEST_CASE("errors/roi_heads: sampling and loss inputs") {
   const HandCase c = hand_case();
   const RoIHeadsOptions o = tiny_options();
@@ -258,6 +329,25 @@ TEST_CASE("errors/roi_heads: sampling and loss inputs") {
   CHECK_THROWS_CONTAINING(models::roi_heads_loss({zeros({7, 3}, kFloat64), zeros({7, 12}, kFloat64)}, s),
                           "sample labels of shape (7)");
   CHECK_THROWS_CONTAINING(models::roi_heads_loss({logits.to(kFloat32), deltas.to(kFloat32)}, s), "regression_targets");
+}
+
+TEST_CASE("errors/roi_heads: inference inputs") {
+  const Tensor proposals = zeros({3, 4}, kFloat64);
+  const BoxHeadOutput head{zeros({3, 3}, kFloat64), zeros({3, 12}, kFloat64)};
+  const RoIHeadsOptions o = tiny_options();
+  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, {proposals}, {}, o), "one image size per image (1)");
+  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, {proposals}, {{0, 5}}, o), "positive (height, width)");
+  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, {proposals, proposals}, {{5, 5}, {5, 5}}, o),
+                          "expected class_logits of shape (6, 3)");
+  CHECK_THROWS_CONTAINING(models::postprocess_detections({head.class_logits, zeros({3, 8}, kFloat64)}, {proposals},
+                                                         {{5, 5}}, o),
+                          "expected box_deltas of shape (3, 12)");
+  CHECK_THROWS_CONTAINING(models::postprocess_detections({head.class_logits.to(kFloat32), head.box_deltas}, {proposals},
+                                                         {{5, 5}}, o),
+                          "postprocess_detections");
+  RoIHeadsOptions bad = o;
+  bad.nms_threshold = -0.5;
+  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, {proposals}, {{5, 5}}, bad), "nms_threshold >= 0");
 }
 
 TEST_CASE("errors/roi_heads: target values") {
@@ -326,4 +416,35 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: sampling and the losses with their gradi
                        d.grad().cpu()};
   }
   for (size_t i = 0; i < 4; ++i) CHECK(allclose(results[1][i], results[0][i], 1e-4, 1e-6));
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_heads: inference detections match the CPU") {
+  // 2 images of 60 random proposals, C = 3, logits spread so that about half the candidates pass 0.05 and
+  // many overlap (NMS has work to do), deltas small enough to move boxes a little and clip some.
+  Generator g(21);
+  std::vector<Tensor> proposals;
+  for (int n = 0; n < 2; ++n) {
+    const Tensor corner = mul(rand({60, 2}, kFloat32, &g), 50.0);
+    proposals.push_back(cat({corner, add(corner, add(mul(rand({60, 2}, kFloat32, &g), 20.0), 5.0))}, 1));
+  }
+  const BoxHeadOutput head{mul(randn({120, 4}, kFloat32, &g), 2.0), randn({120, 16}, kFloat32, &g)};
+  RoIHeadsOptions o = tiny_options();
+  o.num_classes = 3;
+  o.detections_per_image = 40;  // binds for at least one image
+  const models::ImageSizes sizes = {{64, 64}, {60, 70}};
+  const auto on_cpu = models::postprocess_detections(head, proposals, sizes, o);
+  const auto on_gpu = models::postprocess_detections({head.class_logits.cuda(), head.box_deltas.cuda()},
+                                                     {proposals[0].cuda(), proposals[1].cuda()}, sizes, o);
+  REQUIRE(on_gpu.size() == 2);
+  for (size_t n = 0; n < 2; ++n) {
+    CAPTURE(n);
+    CHECK(on_gpu[n].boxes.is_cuda());
+    REQUIRE(on_gpu[n].boxes.sizes() == on_cpu[n].boxes.sizes());
+    CHECK(on_cpu[n].boxes.size(0) > 5);
+    // softmax and exp differ by a few ulps between the devices: the same detections, values within 1e-4.
+    CHECK(ints(on_gpu[n].labels) == ints(on_cpu[n].labels));
+    CHECK(allclose(on_gpu[n].boxes.cpu(), on_cpu[n].boxes, 1e-5, 1e-4));
+    CHECK(allclose(on_gpu[n].scores.cpu(), on_cpu[n].scores, 1e-5, 1e-6));
+  }
+  CHECK(on_cpu[0].boxes.size(0) + on_cpu[1].boxes.size(0) < 2 * 60 * 3);  // something was dropped or suppressed
 }
