@@ -56,6 +56,10 @@ void check_options(const char* op, const RoIHeadsOptions& o) {
   MINIDET_CHECK(o.batch_size_per_image > 0 && o.positive_fraction >= 0.0 && o.positive_fraction <= 1.0, op,
                 ": expected batch_size_per_image > 0 and positive_fraction in [0, 1], got ", o.batch_size_per_image,
                 " and ", o.positive_fraction);
+  MINIDET_CHECK(std::isfinite(o.fg_iou_threshold) && std::isfinite(o.bg_iou_threshold) &&
+                    o.bg_iou_threshold <= o.fg_iou_threshold,
+                op, ": expected bg_iou_threshold <= fg_iou_threshold, both finite, got ", o.bg_iou_threshold, " and ",
+                o.fg_iou_threshold);
   MINIDET_CHECK(std::isfinite(o.smooth_l1_beta) && o.smooth_l1_beta > 0.0, op, ": smooth_l1_beta must be positive, got ",
                 o.smooth_l1_beta);
   MINIDET_CHECK(std::isfinite(o.score_threshold) && std::isfinite(o.min_size) && o.min_size >= 0.0, op,
