@@ -1,0 +1,136 @@
+// RoI ops benchmark: a table of ops x workloads, forward and forward+backward, CPU and GPU (float32).
+//
+//   bench_roi_ops [--json PATH] [--cpu-reps N] [--gpu-reps N] [--skip-cpu] [--skip-gpu]
+//
+// Workloads (kWorkloads): a detector's box head on an FPN level, (2,256,200,272) features with 2000 RoIs at
+// scale 1/4, and a small one, (8,64,32,32) with 1024 RoIs at scale 1/8; 7x7 bins, sampling 2, aligned.
+// The RoIs come from a 64-bit LCG that bench/roi_ops_torch.py reproduces exactly, so both programs time
+// the same boxes: sizes uniform in [8, img/2] pixels, placed uniformly inside the image, batch k % N.
+// "fwd" runs under no-grad; "fwd+bwd" backpropagates a fixed random gradient to the features (the rois
+// are proposals: constant, as in training). "fwd+bwd det" is the same under DeterministicMode.
+// bench/roi_ops_torch.py times torchvision on the same rows and prints the ratio. Never asserted.
+//
+// To add an op: append a RoiOp to kOps (its name is the JSON "bench" field; the twin script uses the same).
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.h"
+#include "core/deterministic.h"
+#include "core/factories.h"
+#include "ops/roi_align/roi_align.h"
+
+using namespace minidet;
+using bench::emit;
+
+namespace {
+
+struct Workload {
+  int64_t n, c, h, w, rois;
+  double scale;  // feature pixels per image pixel
+  int64_t pooled, sampling;
+  std::string label() const {
+    char s[96];
+    std::snprintf(s, sizeof s, "(%lld,%lld,%lld,%lld) K%lld 1/%g", (long long)n, (long long)c, (long long)h,
+                  (long long)w, (long long)rois, 1.0 / scale);
+    return s;
+  }
+};
+
+const std::vector<Workload> kWorkloads = {
+    {2, 256, 200, 272, 2000, 0.25, 7, 2},
+    {8, 64, 32, 32, 1024, 0.125, 7, 2},
+};
+
+// The shared RoI generator (mirrored in roi_ops_torch.py): uniform doubles from a 64-bit LCG.
+struct Lcg {
+  uint64_t state = 12345;
+  double next() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return double(state >> 11) / 9007199254740992.0;  // 2^53
+  }
+};
+
+// (K, 5) rows (batch, x1, y1, x2, y2) in image pixels.
+Tensor axis_aligned_rois(const Workload& wl) {
+  Lcg lcg;
+  const double img_w = wl.w / wl.scale, img_h = wl.h / wl.scale;
+  std::vector<float> rows;
+  for (int64_t k = 0; k < wl.rois; ++k) {
+    const double bw = 8 + lcg.next() * (img_w / 2 - 8), bh = 8 + lcg.next() * (img_h / 2 - 8);
+    const double x1 = lcg.next() * (img_w - bw), y1 = lcg.next() * (img_h - bh);
+    rows.insert(rows.end(), {float(k % wl.n), float(x1), float(y1), float(x1 + bw), float(y1 + bh)});
+  }
+  return from_vector<float>(rows, {wl.rois, 5});
+}
+
+struct RoiOp {
+  std::string bench;
+  std::function<Tensor(const Workload&)> make_rois;
+  std::function<Tensor(const Tensor& input, const Tensor& rois, const Workload&)> apply;
+};
+
+const std::vector<RoiOp> kOps = {
+    {"roi_align", axis_aligned_rois,
+     [](const Tensor& x, const Tensor& rois, const Workload& wl) {
+       return roi_align(x, rois, RoIAlignOptions().set_output_size(wl.pooled).set_spatial_scale(wl.scale)
+                                     .set_sampling_ratio(wl.sampling).set_aligned(true));
+     }},
+};
+
+struct Run {
+  Tensor x, rois, grad;
+  const RoiOp* op;
+  const Workload* wl;
+  Run(const RoiOp& o, const Workload& w, const Device& device) : op(&o), wl(&w) {
+    Generator g(1);
+    x = randn({w.n, w.c, w.h, w.w}, kFloat32, &g).to(device).requires_grad_();
+    rois = o.make_rois(w).to(device);
+    NoGradGuard shape_only;
+    grad = randn(o.apply(x, rois, w).sizes(), kFloat32, &g).to(device);
+  }
+  void forward() {
+    NoGradGuard inference;
+    (void)op->apply(x, rois, *wl);
+  }
+  void forward_backward() {
+    x.set_grad(Tensor());
+    op->apply(x, rois, *wl).backward(grad);
+  }
+};
+
+const char* kPasses[3] = {"fwd", "fwd+bwd", "fwd+bwd det"};
+
+void time_all(const std::string& device_name, const Device& device,
+              const std::function<double(const std::function<void()>&)>& time_ms) {
+  std::printf("%-12s %-34s %-12s %10s\n", "op", "workload", "pass", "median_ms");
+  for (const RoiOp& op : kOps) {
+    for (const Workload& wl : kWorkloads) {
+      Run run(op, wl, device);
+      for (int pass = 0; pass < 3; ++pass) {
+        DeterministicGuard deterministic(pass == 2);
+        const double ms = time_ms([&] { pass ? run.forward_backward() : run.forward(); });
+        std::printf("%-12s %-34s %-12s %10.3f\n", op.bench.c_str(), wl.label().c_str(), kPasses[pass], ms);
+        emit(op.bench, device_name, wl.label(), kPasses[pass], ms);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bench::Args args = bench::parse_args(argc, argv, 3);
+  return bench::run(
+      args,
+      [&] {
+        std::printf("\n== CPU, median of %d runs ==\n", args.cpu_reps);
+        time_all("cpu", Device::cpu(), [&](const std::function<void()>& fn) { return bench::time_cpu_ms(fn, args.cpu_reps); });
+      },
+      [&](const std::string& device) {
+        std::printf("\n== GPU %s, CUDA events, median of %d runs after 10 warm-up ==\n", device.c_str(), args.gpu_reps);
+        time_all(device, Device::cuda(),
+                 [&](const std::function<void()>& fn) { return bench::time_gpu_ms(fn, args.gpu_reps); });
+      });
+}

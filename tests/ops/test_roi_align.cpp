@@ -1,0 +1,370 @@
+// roi_align: the issue's hand-computed cases, the edge-case policy, float64 gradient checks of both
+// gradients (features and box coordinates), CUDA parity and determinism, and every validation error.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "core/deterministic.h"
+#include "core/factories.h"
+#include "ops/roi_align/roi_align.h"
+#include "ops/shape/cat.h"
+#include "tests/support.h"
+
+using namespace minidet;
+using autograd::TensorList;
+using minidet::test::max_abs_diff;
+
+namespace {
+
+Tensor random(const Shape& shape, DType dtype, uint64_t seed) {
+  Generator g(seed);
+  return randn(shape, dtype, &g);
+}
+
+// K random boxes (x1, y1, x2, y2) in image pixels over a (height x width) feature map at `scale`, with
+// some boxes spilling over the border; batch indices cycle through [0, images).
+struct RandomRois {
+  Tensor batch;  // (K, 1)
+  Tensor boxes;  // (K, 4)
+};
+RandomRois random_rois(int64_t count, int64_t images, double height, double width, double scale, uint64_t seed,
+                       DType dtype = kFloat64) {
+  Generator g(seed);
+  const std::vector<double> u = rand({count, 4}, kFloat64, &g).to_vector<double>();
+  std::vector<double> batch, boxes;
+  for (int64_t k = 0; k < count; ++k) {
+    const double w = (0.2 + 0.7 * u[k * 4 + 2]) * width / scale, h = (0.2 + 0.7 * u[k * 4 + 3]) * height / scale;
+    const double x1 = (u[k * 4 + 0] * 1.1 - 0.15) * width / scale, y1 = (u[k * 4 + 1] * 1.1 - 0.15) * height / scale;
+    batch.push_back(double(k % images));
+    boxes.insert(boxes.end(), {x1, y1, x1 + w, y1 + h});
+  }
+  return {from_vector<double>(batch, {count, 1}).to(dtype), from_vector<double>(boxes, {count, 4}).to(dtype)};
+}
+
+Tensor rois_of(const RandomRois& r) { return cat({r.batch, r.boxes}, 1); }
+
+Tensor rois_from(const std::vector<double>& rows) {
+  return from_vector<double>(rows, {int64_t(rows.size() / 5), 5});
+}
+
+std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+
+bool all_finite(const Tensor& t) {
+  for (double v : values(t))
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+void check_close(const std::vector<double>& got, const std::vector<double>& expected, double tol = 1e-12) {
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(got[i] - expected[i]) <= tol);
+  }
+}
+
+// gradcheck of roi_align in float64 w.r.t. the features and the box columns (the batch column is a
+// constant: it is not differentiable and a finite difference would make it a non-integer).
+void gradcheck_case(const std::string& what, const Tensor& input, const RandomRois& rois,
+                    const RoIAlignOptions& options, bool box_grad) {
+  CAPTURE(what);
+  Tensor x = input;
+  x.requires_grad_();
+  const Tensor boxes = box_grad ? rois.boxes.clone().requires_grad_() : rois.boxes;
+  const Tensor batch = rois.batch;
+  const auto fn = [options, batch](const TensorList& in) { return roi_align(in[0], cat({batch, in[1]}, 1), options); };
+  const auto result = autograd::gradcheck(fn, {x, boxes});
+  MESSAGE(what << ": max_abs_error " << result.max_abs_error);
+  CHECK_MESSAGE(result.ok, result.report);
+}
+
+}  // namespace
+
+// ---- values ---------------------------------------------------------------------------------------------
+
+TEST_CASE("values/roi_align: arange 5x5 with roi 1 1 3 3 aligned false and true from the issue") {
+  const Tensor x = arange(0, 25, 1, kFloat64).view({1, 1, 5, 5});
+  const Tensor rois = rois_from({0, 1, 1, 3, 3});
+  auto options = RoIAlignOptions().set_output_size(4).set_spatial_scale(1).set_sampling_ratio(0);
+  check_close(values(roi_align(x, rois, options.set_aligned(false))),
+              {7.5, 8, 8.5, 9, 10, 10.5, 11, 11.5, 12.5, 13, 13.5, 14, 15, 15.5, 16, 16.5});
+  check_close(values(roi_align(x, rois, options.set_aligned(true))),
+              {4.5, 5, 5.5, 6, 7, 7.5, 8, 8.5, 9.5, 10, 10.5, 11, 12, 12.5, 13, 13.5});
+}
+
+TEST_CASE("values/roi_align: 2x2 input with a clamped corner sample and its gradient from the issue") {
+  const Tensor x = from_vector<double>({1, 2, 3, 4}, {1, 1, 2, 2}).requires_grad_();
+  const Tensor y = roi_align(x, rois_from({0, 0, 0, 1, 1}),
+                             RoIAlignOptions().set_output_size(2).set_sampling_ratio(2).set_aligned(true));
+  check_close(values(y), {1, 1.25, 1.5, 1.75});
+  y.backward(ones_like(y));
+  check_close(values(x.grad()), {3.0625, 0.4375, 0.4375, 0.0625});
+}
+
+TEST_CASE("values/roi_align: max mode keeps the best sample and sends the gradient to its neighbours") {
+  // f(y, x) = 5y + x is linear, so every bilinear sample reads exactly 5y + x. aligned = false, scale 1:
+  // the box starts at 1 with size 2, bins of 1, samples at +0.25 and +0.75; the best one is the far corner.
+  const Tensor x = arange(0, 25, 1, kFloat64).view({1, 1, 5, 5}).requires_grad_();
+  const auto options =
+      RoIAlignOptions().set_output_size(2).set_sampling_ratio(2).set_aligned(false).set_pool_mode(RoiPoolMode::Max);
+  const Tensor y = roi_align(x, rois_from({0, 1, 1, 3, 3}), options);
+  check_close(values(y), {10.5, 11.5, 15.5, 16.5});
+  y.backward(ones_like(y));
+  // Winners at (1.75, 1.75), (1.75, 2.75), (2.75, 1.75), (2.75, 2.75), weights 1/16, 3/16, 3/16, 9/16 each.
+  check_close(values(x.grad()), {0, 0,      0,    0,      0,  //
+                                 0, 0.0625, 0.25, 0.1875, 0,  //
+                                 0, 0.25,   1.0,  0.75,   0,  //
+                                 0, 0.1875, 0.75, 0.5625, 0,  //
+                                 0, 0,      0,    0,      0});
+}
+
+TEST_CASE("values/roi_align: max mode ties go to the first sample") {
+  // A constant map: all four samples tie, the first (top-left, at (0.75, 0.75)) wins.
+  const Tensor x = ones({1, 1, 3, 3}, kFloat64).requires_grad_();
+  const auto options =
+      RoIAlignOptions().set_output_size(1).set_sampling_ratio(2).set_aligned(false).set_pool_mode(RoiPoolMode::Max);
+  const Tensor y = roi_align(x, rois_from({0, 0.5, 0.5, 1.5, 1.5}), options);
+  check_close(values(y), {1});
+  y.backward(ones_like(y));
+  check_close(values(x.grad()), {0.0625, 0.1875, 0, 0.1875, 0.5625, 0, 0, 0, 0});
+}
+
+TEST_CASE("values/roi_align: policy for RoIs partly and fully outside the map") {
+  // Samples at x = -3.5, -2.5, -1.5 are outside [-1, W]: 0; x = -0.5 reads the clamped border: 1.
+  const Tensor x = ones({1, 1, 4, 4}, kFloat64).requires_grad_();
+  const auto options = RoIAlignOptions().set_output_size(1, 4).set_sampling_ratio(1).set_aligned(false);
+  const Tensor y = roi_align(x, rois_from({0, -4, 0, 0, 4, /*fully outside*/ 0, 10, 10, 14, 14}), options);
+  check_close(values(y), {0, 0, 0, 1, 0, 0, 0, 0});
+  y.backward(ones_like(y));
+  // Only the border sample (y = 2, x clamped to 0) lands: on pixel (2, 0).
+  std::vector<double> expected(16, 0.0);
+  expected[2 * 4 + 0] = 1;
+  check_close(values(x.grad()), expected);
+}
+
+TEST_CASE("values/roi_align: a zero-size RoI reads one point in every bin") {
+  // aligned: the point (1.5, 1.5) - 0.5 = pixel (1, 1) exactly, value 6, one sample per bin (adaptive).
+  const Tensor x = arange(0, 25, 1, kFloat64).view({1, 1, 5, 5}).requires_grad_();
+  const Tensor y = roi_align(x, rois_from({0, 1.5, 1.5, 1.5, 1.5}), RoIAlignOptions().set_output_size(2));
+  check_close(values(y), {6, 6, 6, 6});
+  y.backward(ones_like(y));
+  std::vector<double> expected(25, 0.0);
+  expected[6] = 4;
+  check_close(values(x.grad()), expected);
+}
+
+TEST_CASE("values/roi_align: an inverted RoI is the mirror image of the ordered one") {
+  const Tensor x = random({1, 2, 6, 7}, kFloat64, 3);
+  const auto options = RoIAlignOptions().set_output_size(3, 4).set_sampling_ratio(2);
+  const Tensor ordered = roi_align(x, rois_from({0, 1.2, 0.7, 5.3, 4.1}), options);
+  const Tensor inverted = roi_align(x, rois_from({0, 5.3, 4.1, 1.2, 0.7}), options);
+  const std::vector<double> a = values(ordered), b = values(inverted);
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t p = 0; p < 3; ++p)
+      for (int64_t q = 0; q < 4; ++q) {
+        CAPTURE(c * 100 + p * 10 + q);
+        CHECK(std::abs(a[(c * 3 + p) * 4 + q] - b[(c * 3 + (2 - p)) * 4 + (3 - q)]) <= 1e-12);
+      }
+  // aligned = false: the legacy clamp makes an inverted box one pixel wide and high, never NaN.
+  CHECK(all_finite(roi_align(x, rois_from({0, 5.3, 4.1, 1.2, 0.7}), RoIAlignOptions().set_aligned(false))));
+}
+
+TEST_CASE("values/roi_align: no NaN for wild but finite boxes in both modes") {
+  const Tensor x = random({2, 3, 5, 6}, kFloat64, 4).requires_grad_();
+  const Tensor boxes = from_vector<double>({-1e6, -1e6, 1e6, 1e6, 3, 3, 3, 3, 4, 1, -2, 0, -50, 2, -40, 3, 1, 1, 2, 2},
+                                           {5, 4}).requires_grad_();
+  const Tensor rois = cat({from_vector<double>({0, 1, 0, 1, 1}, {5, 1}), boxes}, 1);
+  for (RoiPoolMode mode : {RoiPoolMode::Avg, RoiPoolMode::Max}) {
+    x.set_grad(Tensor());
+    boxes.set_grad(Tensor());
+    const Tensor y = roi_align(x, rois, RoIAlignOptions().set_output_size(2).set_sampling_ratio(2).set_pool_mode(mode));
+    CHECK(all_finite(y));
+    y.backward(random(y.sizes(), kFloat64, 5));
+    CHECK(all_finite(x.grad()));
+    CHECK(all_finite(boxes.grad()));
+  }
+}
+
+TEST_CASE("values/roi_align: K = 0 and N = 0 give shaped empty results and zero gradients") {
+  const Tensor x = random({2, 3, 4, 4}, kFloat64, 6).requires_grad_();
+  const Tensor no_rois = zeros({0, 5}, kFloat64).requires_grad_();
+  const Tensor y = roi_align(x, no_rois, RoIAlignOptions().set_output_size(2, 3));
+  CHECK(y.sizes() == Shape{0, 3, 2, 3});
+  y.backward(zeros_like(y));
+  CHECK(x.grad().sizes() == x.sizes());
+  CHECK(values(x.grad()) == std::vector<double>(x.numel(), 0.0));
+  const Tensor empty_batch = zeros({0, 3, 4, 4}, kFloat64).requires_grad_();
+  const Tensor y0 = roi_align(empty_batch, zeros({0, 5}, kFloat64), RoIAlignOptions().set_pool_mode(RoiPoolMode::Max));
+  CHECK(y0.sizes() == Shape{0, 3, 7, 7});
+  y0.backward(zeros_like(y0));
+  CHECK(empty_batch.grad().sizes() == empty_batch.sizes());
+}
+
+TEST_CASE("values/roi_align: non-contiguous input gives the contiguous result") {
+  const Tensor nhwc = random({2, 6, 7, 3}, kFloat64, 7);
+  const Tensor x = nhwc.permute({0, 3, 1, 2});
+  const RandomRois r = random_rois(5, 2, 6, 7, 0.5, 8);
+  const auto options = RoIAlignOptions().set_spatial_scale(0.5).set_output_size(3);
+  CHECK(max_abs_diff(roi_align(x, rois_of(r), options), roi_align(x.contiguous(), rois_of(r), options)) == 0.0);
+}
+
+// ---- gradcheck ------------------------------------------------------------------------------------------
+
+TEST_CASE("gradcheck/roi_align: avg mode features and boxes aligned and legacy") {
+  const RandomRois r = random_rois(5, 2, 7, 8, 0.5, 11);
+  for (bool aligned : {true, false}) {
+    const auto options = RoIAlignOptions().set_output_size(2, 3).set_spatial_scale(0.5).set_sampling_ratio(2)
+                             .set_aligned(aligned);
+    gradcheck_case(aligned ? "avg aligned" : "avg legacy", random({2, 3, 7, 8}, kFloat64, 12), r, options, true);
+  }
+}
+
+TEST_CASE("gradcheck/roi_align: max mode features and boxes") {
+  const RandomRois r = random_rois(4, 2, 6, 7, 1.0, 13);
+  for (bool aligned : {true, false}) {
+    const auto options = RoIAlignOptions().set_output_size(2).set_sampling_ratio(3).set_aligned(aligned)
+                             .set_pool_mode(RoiPoolMode::Max);
+    gradcheck_case(aligned ? "max aligned" : "max legacy", random({2, 2, 6, 7}, kFloat64, 14), r, options, true);
+  }
+}
+
+TEST_CASE("gradcheck/roi_align: adaptive sampling for the features in both modes") {
+  // The adaptive grid size jumps with the box size, so only the feature gradient is checked here.
+  const RandomRois r = random_rois(6, 2, 9, 8, 0.5, 15);
+  for (RoiPoolMode mode : {RoiPoolMode::Avg, RoiPoolMode::Max}) {
+    const auto options = RoIAlignOptions().set_output_size(2).set_spatial_scale(0.5).set_pool_mode(mode);
+    gradcheck_case(mode == RoiPoolMode::Avg ? "adaptive avg" : "adaptive max", random({2, 2, 9, 8}, kFloat64, 16), r,
+                   options, false);
+  }
+}
+
+TEST_CASE("gradcheck/roi_align: non-contiguous input and several RoIs on one image") {
+  const Tensor x = random({1, 6, 5, 2}, kFloat64, 17).permute({0, 3, 1, 2});  // (1, 2, 6, 5), NHWC storage
+  const RandomRois r = random_rois(4, 1, 6, 5, 1.0, 18);
+  gradcheck_case("non-contiguous", x, r, RoIAlignOptions().set_output_size(3, 2).set_sampling_ratio(2), true);
+}
+
+// ---- CUDA -----------------------------------------------------------------------------------------------
+
+namespace {
+
+struct CudaCase {
+  std::string what;
+  Shape input;
+  int64_t rois;
+  double scale;
+  RoIAlignOptions options;
+};
+
+std::vector<CudaCase> cuda_cases() {
+  using M = RoiPoolMode;
+  return {
+      {"avg aligned fixed sampling", {2, 8, 12, 13}, 9, 0.5, RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5)},
+      {"avg legacy adaptive", {2, 5, 11, 9}, 7, 1.0, RoIAlignOptions().set_output_size(3, 4).set_aligned(false)},
+      {"max aligned fixed", {2, 8, 12, 13}, 9, 0.5,
+       RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5).set_pool_mode(M::Max)},
+      {"max legacy adaptive", {3, 6, 10, 10}, 11, 1.0,
+       RoIAlignOptions().set_output_size(2).set_aligned(false).set_pool_mode(M::Max)},
+      {"40 channels across warps", {2, 40, 25, 34}, 50, 0.25,
+       RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.25)},
+  };
+}
+
+struct Results {
+  Tensor output, grad_input, grad_boxes;
+};
+
+Results run_case(const CudaCase& c, const Device& device, DType dtype, uint64_t seed) {
+  const Tensor x = random(c.input, dtype, seed).to(device).requires_grad_();
+  const RandomRois r = random_rois(c.rois, c.input[0], double(c.input[2]), double(c.input[3]), c.scale, seed + 1, dtype);
+  const Tensor boxes = r.boxes.to(device).requires_grad_();
+  const Tensor y = roi_align(x, cat({r.batch.to(device), boxes}, 1), c.options);
+  y.backward(random(y.sizes(), dtype, seed + 2).to(device));
+  return {y.detach().cpu(), x.grad().cpu(), boxes.grad().cpu()};
+}
+
+}  // namespace
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: forward and both gradients match the CPU") {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    for (bool deterministic : {false, true}) {
+      uint64_t seed = 100;
+      for (const CudaCase& c : cuda_cases()) {
+        CAPTURE(c.what);
+        CAPTURE(dtype);
+        CAPTURE(deterministic);
+        DeterministicGuard mode(deterministic);
+        const Results cpu = run_case(c, Device::cpu(), dtype, seed);
+        const Results gpu = run_case(c, Device::cuda(), dtype, seed);
+        seed += 10;
+        const double tol = dtype == kFloat32 ? 1e-4 : 1e-10;
+        CHECK(minidet::test::allclose(gpu.output, cpu.output, tol, tol));
+        CHECK(minidet::test::allclose(gpu.grad_input, cpu.grad_input, tol, tol));
+        // The box gradient sums C * bins * samples terms per RoI: a looser float32 tolerance.
+        CHECK(minidet::test::allclose(gpu.grad_boxes, cpu.grad_boxes, dtype == kFloat32 ? 1e-3 : 1e-9,
+                                      dtype == kFloat32 ? 1e-3 : 1e-9));
+      }
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic mode gives identical bits twice") {
+  DeterministicGuard deterministic(true);
+  for (const CudaCase& c : cuda_cases()) {
+    CAPTURE(c.what);
+    const Results first = run_case(c, Device::cuda(), kFloat32, 200);
+    const Results second = run_case(c, Device::cuda(), kFloat32, 200);
+    CHECK(first.output.to_vector<float>() == second.output.to_vector<float>());
+    CHECK(first.grad_input.to_vector<float>() == second.grad_input.to_vector<float>());
+    CHECK(first.grad_boxes.to_vector<float>() == second.grad_boxes.to_vector<float>());
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: K = 0 and N = 0 on the GPU") {
+  const Tensor x = random({2, 3, 4, 4}, kFloat32, 6).cuda().requires_grad_();
+  for (bool deterministic : {false, true}) {
+    DeterministicGuard mode(deterministic);
+    x.set_grad(Tensor());
+    const Tensor y = roi_align(x, zeros({0, 5}, Device::cuda()), RoIAlignOptions().set_output_size(2));
+    CHECK(y.sizes() == Shape{0, 3, 2, 2});
+    y.backward(zeros_like(y));
+    CHECK(x.grad().to_vector<float>() == std::vector<float>(x.numel(), 0.0f));
+  }
+  const Tensor y0 = roi_align(zeros({0, 3, 4, 4}, Device::cuda()), zeros({0, 5}, Device::cuda()));
+  CHECK(y0.sizes() == Shape{0, 3, 7, 7});
+}
+
+MINIDET_CUDA_TEST_CASE("errors/roi_align: device mismatch and bad values found on the GPU") {
+  const Tensor x = zeros({2, 1, 4, 4}, Device::cuda());
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({0, 0, 0, 1, 1}).to(kFloat32)), "on the same device");
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({0, 0, 0, 1, 1, 2, 0, 0, 1, 1}).to(kFloat32).cuda()),
+                          "rois row 1");
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({0, 0, 0, 1, 1, 1, 0, NAN, 1, 1}).to(kFloat32).cuda()),
+                          "expected finite coordinates");
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({0.5, 0, 0, 1, 1}).to(kFloat32).cuda()), "batch index 0.5");
+}
+
+// ---- errors ---------------------------------------------------------------------------------------------
+
+TEST_CASE("errors/roi_align: every bad input names the op and what was expected") {
+  const Tensor x = zeros({2, 3, 4, 4}, kFloat64);
+  const Tensor ok = rois_from({0, 0, 0, 1, 1});
+  CHECK_THROWS_CONTAINING(roi_align(x, zeros({3, 4}, kFloat64)), "roi_align: expected rois of shape (K, 5)");
+  CHECK_THROWS_CONTAINING(roi_align(x, zeros({5}, kFloat64)), "expected rois of shape (K, 5)");
+  CHECK_THROWS_CONTAINING(roi_align(x, ok.to(kFloat32)), "of the same dtype");
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({2, 0, 0, 1, 1})), "batch index 2; expected an integer in [0, 2)");
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({-1, 0, 0, 1, 1})), "batch index -1");
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({0, 0, 0, 1, 1, 1.5, 0, 0, 1, 1})), "rois row 1");
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({0, NAN, 0, 1, 1})), "expected finite coordinates");
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({0, 0, 0, INFINITY, 1})), "expected finite coordinates");
+  CHECK_THROWS_CONTAINING(roi_align(x, rois_from({NAN, 0, 0, 1, 1})), "batch index");
+  CHECK_THROWS_CONTAINING(roi_align(zeros({0, 3, 4, 4}, kFloat64), ok), "expected an integer in [0, 0)");
+  CHECK_THROWS_CONTAINING(roi_align(x, ok, RoIAlignOptions().set_output_size(0, 2)), "expected output size >= 1");
+  CHECK_THROWS_CONTAINING(roi_align(x, ok, RoIAlignOptions().set_spatial_scale(0)), "spatial_scale");
+  CHECK_THROWS_CONTAINING(roi_align(x, ok, RoIAlignOptions().set_spatial_scale(NAN)), "spatial_scale");
+  CHECK_THROWS_CONTAINING(roi_align(zeros({3, 4, 4}, kFloat64), ok), "expected input (N, C, H, W) with 4 dims");
+  CHECK_THROWS_CONTAINING(roi_align(zeros({2, 3, 4, 4}, kInt64), ok.to(kInt64)), "float32 or float64");
+  CHECK_THROWS_CONTAINING(roi_align(Tensor(), ok), "input is an undefined tensor");
+  CHECK_THROWS_CONTAINING(roi_align(x, Tensor()), "rois is an undefined tensor");
+}
