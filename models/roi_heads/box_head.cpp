@@ -15,8 +15,8 @@ BoxHead::BoxHead(int64_t in_features, int64_t representation_size, int64_t num_c
   fc7 = register_module("fc7", std::make_shared<nn::Linear>(representation_size, representation_size, true, generator));
   cls_score = register_module("cls_score",
                               std::make_shared<nn::Linear>(representation_size, num_classes + 1, true, generator));
-  bbox_pred = register_module("bbox_pred",
-                              std::make_shared<nn::Linear>(representation_size, 4 * (num_classes + 1), true, generator));
+  bbox_pred = register_module(
+      "bbox_pred", std::make_shared<nn::Linear>(representation_size, 4 * (num_classes + 1), true, generator));
 }
 
 BoxHeadOutput BoxHead::forward(const Tensor& pooled) {

@@ -51,8 +51,8 @@ void check_options(const char* op, const RoIHeadsOptions& o) {
   MINIDET_CHECK(o.in_channels > 0 && o.num_classes > 0 && o.representation_size > 0, op,
                 ": in_channels, num_classes and representation_size must be positive, got ", o.in_channels, ", ",
                 o.num_classes, " and ", o.representation_size);
-  MINIDET_CHECK(o.feature_stride > 0 && o.pooled_size > 0, op, ": feature_stride and pooled_size must be positive, got ",
-                o.feature_stride, " and ", o.pooled_size);
+  MINIDET_CHECK(o.feature_stride > 0 && o.pooled_size > 0, op,
+                ": feature_stride and pooled_size must be positive, got ", o.feature_stride, " and ", o.pooled_size);
   MINIDET_CHECK(o.batch_size_per_image > 0 && o.positive_fraction >= 0.0 && o.positive_fraction <= 1.0, op,
                 ": expected batch_size_per_image > 0 and positive_fraction in [0, 1], got ", o.batch_size_per_image,
                 " and ", o.positive_fraction);
@@ -60,8 +60,8 @@ void check_options(const char* op, const RoIHeadsOptions& o) {
                     o.bg_iou_threshold <= o.fg_iou_threshold,
                 op, ": expected bg_iou_threshold <= fg_iou_threshold, both finite, got ", o.bg_iou_threshold, " and ",
                 o.fg_iou_threshold);
-  MINIDET_CHECK(std::isfinite(o.smooth_l1_beta) && o.smooth_l1_beta > 0.0, op, ": smooth_l1_beta must be positive, got ",
-                o.smooth_l1_beta);
+  MINIDET_CHECK(std::isfinite(o.smooth_l1_beta) && o.smooth_l1_beta > 0.0, op,
+                ": smooth_l1_beta must be positive, got ", o.smooth_l1_beta);
   MINIDET_CHECK(std::isfinite(o.score_threshold) && std::isfinite(o.min_size) && o.min_size >= 0.0, op,
                 ": expected a finite score_threshold and min_size >= 0, got ", o.score_threshold, " and ", o.min_size);
   MINIDET_CHECK(o.nms_threshold >= 0.0 && o.detections_per_image >= 0, op,

@@ -61,8 +61,9 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
   MINIDET_CHECK(static_cast<int64_t>(image_sizes.size()) == images, op, ": expected one image size per image (",
                 images, "), got ", image_sizes.size());
   for (int64_t n = 0; n < images; ++n)
-    MINIDET_CHECK(image_sizes[n][0] > 0 && image_sizes[n][1] > 0, op, ": expected a positive (height, width) for image ",
-                  n, ", got (", image_sizes[n][0], ", ", image_sizes[n][1], ")");
+    MINIDET_CHECK(image_sizes[n][0] > 0 && image_sizes[n][1] > 0, op,
+                  ": expected a positive (height, width) for image ", n, ", got (", image_sizes[n][0], ", ",
+                  image_sizes[n][1], ")");
   int64_t rois = 0;
   for (const Tensor& p : proposals) rois += p.size(0);
   check_head_outputs(op, head, rois, num_classes, proposals[0]);
@@ -83,21 +84,24 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
   // Every class's box for every RoI, clipped to its own image: (K, C + 1, 4).
   std::vector<Tensor> reference, clipped, image_of_roi;
   for (const Tensor& p : proposals) reference.push_back(p.detach());
-  const Tensor all_boxes =
-      reshape(BoxCoder(options.box_coder_weights).decode(head.box_deltas.detach(), cat(reference, 0)), {rois, classes, 4});
+  const Tensor decoded = BoxCoder(options.box_coder_weights).decode(head.box_deltas.detach(), cat(reference, 0));
+  const Tensor all_boxes = reshape(decoded, {rois, classes, 4});
   for (int64_t n = 0, start = 0; n < images; start += proposals[n].size(0), ++n) {
     const Tensor own = narrow(all_boxes, 0, start, proposals[n].size(0));
-    clipped.push_back(clip_boxes_to_image(own, static_cast<double>(image_sizes[n][0]), static_cast<double>(image_sizes[n][1])));
+    const double height = static_cast<double>(image_sizes[n][0]), width = static_cast<double>(image_sizes[n][1]);
+    clipped.push_back(clip_boxes_to_image(own, height, width));
     image_of_roi.push_back(full({proposals[n].size(0)}, static_cast<double>(n), index_options));
   }
   // Drop the background column (class 0): (K, C, 4) boxes, (K, C) scores and groups.
   const Tensor boxes = slice(cat(clipped, 0), 1, 1, classes);
   const Tensor scores = slice(softmax(head.class_logits.detach(), 1), 1, 1, classes);
   const Tensor class_ids = arange(1.0, static_cast<double>(classes), 1.0, index_options);
-  const Tensor group = add(mul(cat(image_of_roi, 0).unsqueeze(1), static_cast<double>(classes)), class_ids.unsqueeze(0));
+  const Tensor group =
+      add(mul(cat(image_of_roi, 0).unsqueeze(1), static_cast<double>(classes)), class_ids.unsqueeze(0));
 
   // Candidates: above the score threshold and not small (remove_small_boxes' rule: both sides >= min_size).
-  const Tensor widths = sub(select(boxes, 2, 2), select(boxes, 2, 0)), heights = sub(select(boxes, 2, 3), select(boxes, 2, 1));
+  const Tensor widths = sub(select(boxes, 2, 2), select(boxes, 2, 0));
+  const Tensor heights = sub(select(boxes, 2, 3), select(boxes, 2, 1));
   const Tensor big = where(ge(widths, options.min_size), ge(heights, options.min_size), ge(widths, options.min_size));
   const Tensor keep_mask = where(gt(scores, options.score_threshold), big, gt(scores, options.score_threshold));
   const Tensor table = cat({reshape(boxes, {candidates, 4}), reshape(scores, {candidates, 1}),

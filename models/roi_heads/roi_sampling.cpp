@@ -66,7 +66,8 @@ ImageSample sample_image(const Tensor& proposals, const Tensor& gt_boxes, const 
   // ones first (there are at most K), then padding. Keys are distinct: CPU and CUDA sort them alike.
   const SampledMasks sample = sampler(class_labels, generator);
   const Tensor positions = arange(static_cast<double>(count), index_options);
-  const Tensor key = where(logical_or(sample.positive, sample.negative), positions, add(positions, static_cast<double>(count)));
+  const Tensor sampled = logical_or(sample.positive, sample.negative);
+  const Tensor key = where(sampled, positions, add(positions, static_cast<double>(count)));
   const int64_t slots = std::min(options.batch_size_per_image, count);
   const ValuesIndices first = topk(key, slots, 0, /*largest=*/false);
   const Tensor valid = lt(first.values, static_cast<double>(count));

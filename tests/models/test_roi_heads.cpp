@@ -413,8 +413,8 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: sampling and the losses with their gradi
     const Tensor d = (device ? deltas.cuda() : deltas.clone()).requires_grad_();
     const auto losses = models::roi_heads_loss({z, d}, device ? on_gpu : on_cpu);
     add(losses.at("loss_classifier"), losses.at("loss_box_reg")).backward();
-    results[device] = {losses.at("loss_classifier").cpu(), losses.at("loss_box_reg").cpu(), z.grad().cpu(),
-                       d.grad().cpu()};
+    results[device] = {losses.at("loss_classifier").detach().cpu(), losses.at("loss_box_reg").detach().cpu(),
+                       z.grad().cpu(), d.grad().cpu()};
   }
   for (size_t i = 0; i < 4; ++i) CHECK(allclose(results[1][i], results[0][i], 1e-4, 1e-6));
 }
@@ -562,7 +562,8 @@ TEST_CASE("errors/roi_heads: the module's inputs and options") {
                           "expected features of shape (1, 2, h, w)");
   CHECK_THROWS_CONTAINING(heads.forward_train(c.features.to(kFloat64), c.proposals, c.gt_boxes, c.gt_labels),
                           "RoIHeads::forward_train");
-  CHECK_THROWS_CONTAINING(heads.forward_train(c.features, c.proposals, c.gt_boxes, {from_vector<int64_t>({2, 3}), c.gt_labels[1]}),
+  const std::vector<Tensor> bad_labels = {from_vector<int64_t>({2, 3}), c.gt_labels[1]};
+  CHECK_THROWS_CONTAINING(heads.forward_train(c.features, c.proposals, c.gt_boxes, bad_labels),
                           "expected gt_labels[0] in 1..2 (0 is background), got 3 at index 1");
   CHECK_THROWS_CONTAINING(heads.forward_infer(c.features, c.proposals, {{48, 48}}), "one image size per image (2)");
   const Tensor nan_proposals = from_vector<float>({1, 1, NAN, 5}, {1, 4});
@@ -589,7 +590,8 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: the module's losses gradients and detect
                                                      on_cuda(c.gt_labels), &gen)
                                : heads.forward_train(features, c.proposals, c.gt_boxes, c.gt_labels, &gen);
     total_loss(losses).backward();
-    results[device] = {losses.at("loss_classifier").cpu(), losses.at("loss_box_reg").cpu(), features.grad().cpu()};
+    results[device] = {losses.at("loss_classifier").detach().cpu(), losses.at("loss_box_reg").detach().cpu(),
+                       features.grad().cpu()};
     for (const Tensor& p : heads.parameters()) results[device].push_back(p.grad().cpu());
   }
   REQUIRE(results[0].size() == results[1].size());
