@@ -36,16 +36,23 @@
 //   keep candidates (k, c) with p[k, c] > 0.05 and both sides >= 0.01, batched NMS at 0.5 within each class,
 //   then the 100 best -> boxes (D, 4), scores (D), labels (D) int64, in decreasing score order.
 //
-// Host synchronisations on CUDA (counted; everything else stays on the device):
-// - training: 1 in roi_align (its check of the rois' values), and 1 when options.check_targets is on (one
-//   combined check of every image's labels and boxes). The sampling, the slot selection (a topk of
-//   integer keys), the gathers (one-hot products, exact) and the losses (log_softmax with a one-hot, not
-//   cross_entropy, whose target check would read the labels on the host) need none: every shape is known
-//   from the inputs' shapes and the data-dependent count of sampled rows lives in the valid mask.
-// - inference: the number of detections depends on the data, so the end cannot avoid the host. 5 in all,
-//   whatever the batch size: roi_align's check, the count of candidates above the threshold (nonzero),
-//   index_select's index check, NMS's kept count, and one copy of the kept rows, from which the host picks
-//   each image's best 100 (at most a few thousand rows) before they go back to the device.
+// Host synchronisations on CUDA, counted per call whatever the batch size. minidet queues all work on the
+// legacy default stream and copies with cudaMemcpy, so the host waits for every queued kernel at a
+// device-to-host copy, and also at a host-to-device copy from pageable memory (an arange, the sampler's
+// random priorities); both kinds are counted here.
+// - training: device-to-host 1 in roi_align (its check of the rois' values), and 1 more when
+//   options.check_targets is on (one combined check of every image's labels and boxes); host-to-device 3:
+//   the candidates' positions 0..B-1 (one arange, sliced for every use), the sampler's priorities (one
+//   sampler call for all images, their labels padded with "ignored"), and the loss's class ids. The rest
+//   has no data-dependent shape: the slot selection is a topk of integer keys, the gathers are exact one-hot
+//   products (index_select would check its indices on the host), the classifier loss is log_softmax with a
+//   one-hot (cross_entropy would check its targets on the host), and the count of sampled rows lives in the
+//   valid mask.
+// - inference: the number of detections depends on the data, so the end cannot avoid the host.
+//   device-to-host 5: roi_align's check, the count of candidates above the threshold (nonzero), index_select's
+//   index check, NMS's kept count, and one copy of the kept rows, from which the host picks each image's best
+//   (at most a few thousand rows); host-to-device 1 (the class ids) before them, and the per-image results'
+//   copies back to the device after them, when nothing is queued any more.
 #pragma once
 
 #include <array>
