@@ -524,6 +524,33 @@ TEST_CASE("values/roi_heads: the module composes sampling RoIAlign the box head 
   }
 }
 
+TEST_CASE("values/roi_heads: a seed fixes the sample and proposals get no gradient") {
+  ModuleCase c = module_case(kFloat64, 71);
+  RoIHeadsOptions o = tiny_options();
+  o.batch_size_per_image = 6;  // fewer slots than candidates: the draw matters
+  auto sample_with = [&](uint64_t seed) {
+    Generator gen(seed);
+    return models::sample_rois(c.proposals, c.gt_boxes, c.gt_labels, o, &gen);
+  };
+  const RoISample first = sample_with(5), again = sample_with(5);
+  CHECK(values(first.rois) == values(again.rois));
+  CHECK(ints(first.labels) == ints(again.labels));
+  bool any_different = false;
+  for (uint64_t seed = 6; seed < 12 && !any_different; ++seed)
+    any_different = values(sample_with(seed).rois) != values(first.rois);
+  CHECK(any_different);
+
+  // Proposals are detached, as in torchvision: the loss reaches the features, never the proposal boxes.
+  for (Tensor& p : c.proposals) p.requires_grad_();
+  models::RoIHeads heads(o);
+  heads.to(kFloat64);
+  const Tensor features = c.features.clone().requires_grad_();
+  Generator gen(7);
+  total_loss(heads.forward_train(features, c.proposals, c.gt_boxes, c.gt_labels, &gen)).backward();
+  CHECK(features.grad().defined());
+  for (const Tensor& p : c.proposals) CHECK_FALSE(p.grad().defined());
+}
+
 TEST_CASE("gradcheck/roi_heads: the training loss through the FC layers and RoIAlign into the features") {
   ModuleCase c = module_case(kFloat64, 41);
   Generator init(42);
