@@ -242,7 +242,7 @@ Tensor logits_of(const std::vector<double>& probabilities, int64_t rows) {
 
 }  // namespace
 
-TEST_CASE("values/roi_heads: inference keeps, suppresses, clips and drops as torchvision does") {
+TEST_CASE("values/roi_heads: inference keeps suppresses clips and drops as torchvision does") {
   // Image 0 (40 x 50), C = 2, three proposals; deltas 0 except where said (weights 10 10 5 5: dx = 10 moves a
   // box by one width):
   //   r0 (0, 0, 10, 10)    p = (bg 0.1, c1 0.7, c2 0.2)
