@@ -1,0 +1,57 @@
+// RoIHeads: the module that strings the steps of roi_heads.h together.
+#include "models/roi_heads/roi_heads.h"
+
+#include <utility>
+
+#include "core/factories.h"
+#include "models/roi_heads/roi_inputs.h"
+#include "ops/common/checks.h"
+#include "ops/roi_align/roi_align.h"
+#include "ops/shape/shape.h"
+
+namespace minidet::models {
+
+RoIHeads::RoIHeads(RoIHeadsOptions options) : Module("RoIHeads"), options_(std::move(options)) {
+  detail::check_options("RoIHeads", options_);
+  const RoIHeadsOptions& o = options_;
+  box_head = register_module("box_head", std::make_shared<BoxHead>(o.in_channels * o.pooled_size * o.pooled_size,
+                                                                   o.representation_size, o.num_classes, o.generator));
+}
+
+BoxHeadOutput RoIHeads::forward_box_head(const Tensor& features, const Tensor& rois) {
+  const RoIHeadsOptions& o = options_;
+  const RoIAlignOptions align = RoIAlignOptions()
+                                    .set_output_size(o.pooled_size)
+                                    .set_spatial_scale(1.0 / static_cast<double>(o.feature_stride))
+                                    .set_sampling_ratio(o.sampling_ratio)
+                                    .set_aligned(o.aligned);
+  return box_head->forward(roi_align(features, rois, align));  // roi_align checks the rois' values: 1 sync
+}
+
+std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, const std::vector<Tensor>& proposals,
+                                                      const std::vector<Tensor>& gt_boxes,
+                                                      const std::vector<Tensor>& gt_labels, Generator* generator) {
+  const char* op = "RoIHeads::forward_train";
+  detail::check_proposals(op, proposals);
+  detail::check_features(op, features, options_.in_channels, proposals);
+  detail::check_targets_shapes(op, proposals, gt_boxes, gt_labels);
+  if (options_.check_targets) check_roi_targets(gt_boxes, gt_labels, options_.num_classes);  // 1 sync on CUDA
+  const RoISample sample = sample_rois(proposals, gt_boxes, gt_labels, options_, generator);
+  return roi_heads_loss(forward_box_head(features, sample.rois), sample, options_.smooth_l1_beta);
+}
+
+std::vector<Detections> RoIHeads::forward_infer(const Tensor& features, const std::vector<Tensor>& proposals,
+                                                const ImageSizes& image_sizes) {
+  const char* op = "RoIHeads::forward_infer";
+  detail::check_proposals(op, proposals);
+  detail::check_features(op, features, options_.in_channels, proposals);
+  NoGradGuard no_grad;
+  // rois: every proposal with its image's index in front, in image order.
+  std::vector<Tensor> rois;
+  for (size_t n = 0; n < proposals.size(); ++n)
+    rois.push_back(cat({full({proposals[n].size(0), 1}, static_cast<double>(n), proposals[n].options()),
+                        proposals[n].detach()}, 1));
+  return postprocess_detections(forward_box_head(features, cat(rois, 0)), proposals, image_sizes, options_);
+}
+
+}  // namespace minidet::models

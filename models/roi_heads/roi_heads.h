@@ -1,0 +1,156 @@
+// RoIHeads: the second stage of Faster R-CNN (Ren et al. 2015; torchvision's RoIHeads with its
+// TwoMLPHead and FastRCNNPredictor). It looks at each proposal of the RPN through RoIAlign, says which
+// class it is (or background) and how to move its box onto the object.
+//
+// Shapes, for N images, features (N, F, h, w) of stride s, C object classes (labels 1..C, 0 background),
+// and per image n its proposals (P_n, 4) and ground truth boxes (M_n, 4) with labels (M_n):
+//
+// Training target assignment (sample_rois), per image n:
+//   boxes_n   = cat(proposals_n, gt_boxes_n)                   (B_n = P_n + M_n, 4)  the ground truth is a
+//               proposal too, so every object has at least one perfect positive from the first step
+//   Q         = box_iou(gt_boxes_n, boxes_n)                    (M_n, B_n)
+//   match     = Matcher(0.5, 0.5, no low-quality matches)(Q):   IoU >= 0.5 foreground, < 0.5 background
+//   class     = gt_labels_n[matched gt] if foreground, 0 if background (-1 if ignored: only when the two
+//               thresholds differ)
+//   sample    = BalancedPositiveNegativeSampler(128, 0.25)(class), from the caller's generator
+//   slots     = K_n = min(128, B_n) rows: the sampled boxes in increasing index order (torchvision's
+//               where(pos | neg) order), then padding rows marked invalid when fewer were sampled
+//   rois      (K, 5) rows (n, x1, y1, x2, y2), K = sum_n K_n; labels (K) int64; valid (K) bool
+//   targets   (K, 4) = BoxCoder(10, 10, 5, 5).encode(matched gt box, roi) on foreground rows, 0 elsewhere
+//
+// Box head (BoxHead), on any rois:
+//   pooled    = roi_align(features, rois, 7x7, spatial_scale 1/s, sampling_ratio 2, aligned)  (K, F, 7, 7)
+//   x         = relu(fc7(relu(fc6(flatten(pooled)))))                                         (K, R)
+//   logits    = cls_score(x)  (K, C + 1);   deltas = bbox_pred(x)  (K, 4 (C + 1)): one box per class
+//
+// Losses (roi_heads_loss), with S = the number of valid (sampled) rows, one-hot y of each row's label:
+//   classifier = (1 / S) sum_valid  -log_softmax(logits)[label]                     (cross-entropy, mean)
+//   box_reg    = (1 / S) sum_{valid, label >= 1} sum_j smooth_l1(deltas[label][j] - targets[j], beta 1/9)
+// The box loss reads only the 4 columns of the row's own class and is divided by all sampled rows, not by
+// the positives (as torchvision). Gradients: dclassifier/dlogits = (softmax - y) / S on valid rows;
+// dbox_reg/ddeltas = clamp((d - t) / beta, -1, 1) / S on the label's 4 columns of positive rows, 0 on every
+// other column. They flow on through the FC layers and RoIAlign into the features (rois are detached).
+//
+// Inference (postprocess_detections), per image, with p = softmax(logits):
+//   boxes[k, c] = clip(decode(deltas[k, c], roi_k), image)   for c = 1..C (background dropped)
+//   keep candidates (k, c) with p[k, c] > 0.05 and both sides >= 0.01, batched NMS at 0.5 within each class,
+//   then the 100 best -> boxes (D, 4), scores (D), labels (D) int64, in decreasing score order.
+//
+// Host synchronisations on CUDA, counted per call whatever the batch size. minidet queues all work on the
+// legacy default stream and copies with cudaMemcpy, so the host waits for every queued kernel at a
+// device-to-host copy, and also at a host-to-device copy from pageable memory (an arange, the sampler's
+// random priorities); both kinds are counted here.
+// - training: device-to-host 1 in roi_align (its check of the rois' values), and 1 more when
+//   options.check_targets is on (one combined check of every image's labels and boxes); host-to-device 3:
+//   the candidates' positions 0..B-1 (one arange, sliced for every use), the sampler's priorities (one
+//   sampler call for all images, their labels padded with "ignored"), and the loss's class ids. The rest
+//   has no data-dependent shape: the slot selection is a topk of integer keys, the gathers are exact one-hot
+//   products (index_select would check its indices on the host), the classifier loss is log_softmax with a
+//   one-hot (cross_entropy would check its targets on the host), and the count of sampled rows lives in the
+//   valid mask.
+// - inference: the number of detections depends on the data, so the end cannot avoid the host.
+//   device-to-host 5: roi_align's check, the count of candidates above the threshold (nonzero), index_select's
+//   index check, NMS's kept count, and one copy of the kept rows, from which the host picks each image's best
+//   (at most a few thousand rows); host-to-device 1 (the class ids) before them, and the per-image results'
+//   copies back to the device after them, when nothing is queued any more.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/generator.h"
+#include "core/tensor.h"
+#include "models/roi_heads/box_head.h"
+#include "nn/module/module.h"
+
+namespace minidet::models {
+
+struct RoIHeadsOptions {
+  // Box head.
+  int64_t in_channels = 128;  // F, the features' channels
+  int64_t num_classes = 3;    // C object classes; the predictor has C + 1 outputs (0 = background)
+  int64_t feature_stride = 8; // RoIAlign's spatial_scale is 1 / feature_stride
+  int64_t pooled_size = 7;
+  int64_t sampling_ratio = 2;
+  bool aligned = true;
+  int64_t representation_size = 256;  // width of fc6 and fc7
+  // Training.
+  double fg_iou_threshold = 0.5;  // IoU >= this: foreground
+  double bg_iou_threshold = 0.5;  // IoU < this: background (between the two: ignored)
+  int64_t batch_size_per_image = 128;
+  double positive_fraction = 0.25;
+  std::array<double, 4> box_coder_weights = {10.0, 10.0, 5.0, 5.0};
+  double smooth_l1_beta = 1.0 / 9.0;
+  bool check_targets = true;  // check label and box values (one host sync on CUDA); see above
+  // Inference.
+  double score_threshold = 0.05;
+  double nms_threshold = 0.5;
+  double min_size = 1e-2;
+  int64_t detections_per_image = 100;
+  Generator* generator = nullptr;  // weight initialisation
+};
+
+// The sampled training rows of a batch (sample_rois).
+struct RoISample {
+  Tensor rois;                // (K, 5) (image, x1, y1, x2, y2), the proposals' dtype and device
+  Tensor labels;              // (K) int64: 1..C foreground, 0 background (padding rows: 0)
+  Tensor regression_targets;  // (K, 4): encoded matched boxes on foreground rows, 0 elsewhere
+  Tensor valid;               // (K) bool: the row was sampled (false on padding rows)
+};
+
+// One image's detections, on the features' device.
+struct Detections {
+  Tensor boxes;   // (D, 4) xyxy, clipped to the image
+  Tensor scores;  // (D), decreasing
+  Tensor labels;  // (D) int64 in 1..C
+};
+
+// (height, width) of each image before padding, as data::Batch::image_sizes.
+using ImageSizes = std::vector<std::array<int64_t, 2>>;
+
+// Target assignment and sampling (see above). proposals[n] (P_n, 4) and gt_boxes[n] (M_n, 4) share dtype
+// and device; gt_labels[n] (M_n) int64 on that device. Nothing is differentiable here (all detached).
+RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,
+                      const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
+                      Generator* generator = nullptr);
+
+// The two losses (0-dim), keyed "loss_classifier" and "loss_box_reg" as in torchvision.
+std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const RoISample& sample,
+                                             double smooth_l1_beta = 1.0 / 9.0);
+
+// Per-image detections from the head's outputs on the proposals (rows in image order, P_n per image).
+std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const std::vector<Tensor>& proposals,
+                                               const ImageSizes& image_sizes, const RoIHeadsOptions& options);
+
+// Throws when a target breaks the conventions (labels in 1..C, finite boxes with x1 < x2 and y1 < y2),
+// naming the first bad image. One host synchronisation on CUDA.
+void check_roi_targets(const std::vector<Tensor>& gt_boxes, const std::vector<Tensor>& gt_labels,
+                       int64_t num_classes);
+
+class RoIHeads final : public nn::Module {
+ public:
+  explicit RoIHeads(RoIHeadsOptions options = {});
+
+  // features (N, F, h, w); one proposals / gt_boxes / gt_labels tensor per image. generator: the sampler's
+  // (the default generator when null). Returns the losses of roi_heads_loss.
+  std::map<std::string, Tensor> forward_train(const Tensor& features, const std::vector<Tensor>& proposals,
+                                              const std::vector<Tensor>& gt_boxes,
+                                              const std::vector<Tensor>& gt_labels, Generator* generator = nullptr);
+  // Detections per image; runs without recording gradients.
+  std::vector<Detections> forward_infer(const Tensor& features, const std::vector<Tensor>& proposals,
+                                        const ImageSizes& image_sizes);
+  // RoIAlign over the features, then the box head: the step both of the above share.
+  BoxHeadOutput forward_box_head(const Tensor& features, const Tensor& rois);
+
+  const RoIHeadsOptions& options() const { return options_; }
+  std::shared_ptr<BoxHead> box_head;
+
+ private:
+  RoIHeadsOptions options_;
+};
+
+}  // namespace minidet::models
