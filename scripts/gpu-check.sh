@@ -6,6 +6,7 @@
 #   bash scripts/gpu-check.sh            # everything (may not fit one 10-minute device call: then run
 #                                        # `tests` and, right after on the still-warm machine, `bench`)
 #   bash scripts/gpu-check.sh tests      # build + tests + sanitizer only
+#   bash scripts/gpu-check.sh sanitize   # build + sanitizer only (e.g. on a warm machine after `tests`)
 #   bash scripts/gpu-check.sh bench      # build + benchmarks only
 #   TOOLS=memcheck FILTER="cuda/nms*" bash scripts/gpu-check.sh tests   # one sanitizer, some cases
 #   BENCH=nms bash scripts/gpu-check.sh bench                             # one benchmark and its twin
@@ -38,6 +39,9 @@ if [[ $what == all || $what == tests ]]; then
   rc=$?
   note "ctest exit code $rc in $(( $(date +%s) - start )) s"
   grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Timeout" "$OUT/ctest.log" | tee -a "$summary"
+fi
+
+if [[ $what == all || $what == tests || $what == sanitize ]]; then
 
   # memcheck: out-of-bounds and misaligned accesses, leaks; racecheck: shared-memory hazards between the
   # threads of a block. TOOLS picks the tools (default both); FILTER narrows the cases (default cuda/*);
@@ -49,29 +53,38 @@ if [[ $what == all || $what == tests ]]; then
   exclude=${SAN_EXCLUDE:-cuda/small_cnn*}
   note "== compute-sanitizer ${tools[*]} on the $filter cases (excluding $exclude), ${SAN_TIMEOUT:-240} s cap each"
   start=$(date +%s)
-  binaries=()
+  # Long binaries are cut into shards of SAN_SHARD cases (doctest's 1-based --first/--last over the
+  # cases that pass the filters), so no single process has to check 50 cases within the cap.
+  shard=${SAN_SHARD:-8}
+  parts=()
   for t in build/gpu/tests/test_*; do
     [[ -x $t ]] || continue
     # Only binaries that have matching cases (listing includes skipped cases, see tests/main.cpp).
-    "$t" -ltc -tc="$filter" 2>/dev/null | grep -q "^cuda/" || continue
-    binaries+=("$t")
-    for tool in "${tools[@]}"; do
-      (
-        timeout "${SAN_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" \
-          -tc="$filter" -tce="$exclude" >"/tmp/sanitizer-$tool-$(basename "$t").log" 2>&1
-        # 99 = sanitizer errors, 1 = a test failed, 124 = timeout
-        echo $? >"/tmp/sanitizer-$tool-$(basename "$t").rc"
-      ) &
+    n=$("$t" -ltc -tc="$filter" -tce="$exclude" 2>/dev/null | grep -c "^cuda/")
+    (( n > 0 )) || continue
+    for (( first = 1; first <= n; first += shard )); do
+      last=$(( first + shard - 1 < n ? first + shard - 1 : n ))
+      for tool in "${tools[@]}"; do
+        part="/tmp/sanitizer-$tool-$(basename "$t")-$first-$last"
+        parts+=("$part")
+        (
+          timeout "${SAN_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" \
+            -tc="$filter" -tce="$exclude" --first="$first" --last="$last" >"$part.log" 2>&1
+          # 99 = sanitizer errors, 1 = a test failed, 124 = timeout
+          echo $? >"$part.rc"
+        ) &
+      done
     done
   done
   wait
   for tool in "${tools[@]}"; do
     log="$OUT/sanitizer-$tool.log"
     : >"$log"
-    for t in "${binaries[@]}"; do
-      part="/tmp/sanitizer-$tool-$(basename "$t")"
-      { echo "--- $t"; cat "$part.log"; } >>"$log"
-      note "$tool $(basename "$t"): exit code $(cat "$part.rc"), $(grep -E 'test cases:' "$part.log" | tail -1 | tr -s ' '),$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$part.log" | tail -1 | sed 's/=========//')"
+    for part in "${parts[@]}"; do
+      [[ $part == */sanitizer-$tool-* ]] || continue
+      name=${part#/tmp/sanitizer-$tool-}
+      { echo "--- $name"; cat "$part.log"; } >>"$log"
+      note "$tool $name: exit code $(cat "$part.rc"), $(grep -E 'test cases:' "$part.log" | tail -1 | tr -s ' '),$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$part.log" | tail -1 | sed 's/=========//')"
     done
   done
   note "sanitizers took $(( $(date +%s) - start )) s"
