@@ -84,7 +84,7 @@ if [[ $what == all || $what == tests || $what == sanitize ]]; then
       [[ $part == */sanitizer-$tool-* ]] || continue
       name=${part#/tmp/sanitizer-$tool-}
       { echo "--- $name"; cat "$part.log"; } >>"$log"
-      note "$tool $name: exit code $(cat "$part.rc"), $(grep -E 'test cases:' "$part.log" | tail -1 | tr -s ' '),$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$part.log" | tail -1 | sed 's/=========//')"
+      note "$tool $name: exit code $(cat "$part.rc"), $(grep -Eo '[0-9]+ failed' "$part.log" | tail -1) (doctest counts every case in range),$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$part.log" | tail -1 | sed 's/=========//')"
     done
   done
   note "sanitizers took $(( $(date +%s) - start )) s"
