@@ -17,6 +17,7 @@
 
 #include "core/factories.h"
 #include "models/box_coder/box_coder.h"
+#include "models/common/image_sizes.h"
 #include "models/roi_heads/roi_heads.h"
 #include "models/roi_heads/roi_inputs.h"
 #include "ops/boxes/box_geometry.h"
@@ -58,12 +59,7 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
   detail::check_options(op, options);
   detail::check_proposals(op, proposals);
   const int64_t images = static_cast<int64_t>(proposals.size()), num_classes = options.num_classes;
-  MINIDET_CHECK(static_cast<int64_t>(image_sizes.size()) == images, op, ": expected one image size per image (",
-                images, "), got ", image_sizes.size());
-  for (int64_t n = 0; n < images; ++n)
-    MINIDET_CHECK(image_sizes[n][0] > 0 && image_sizes[n][1] > 0, op,
-                  ": expected a positive (height, width) for image ", n, ", got (", image_sizes[n][0], ", ",
-                  image_sizes[n][1], ")");
+  detail::check_image_sizes(op, image_sizes, images);
   int64_t rois = 0;
   for (const Tensor& p : proposals) rois += p.size(0);
   check_head_outputs(op, head, rois, num_classes, proposals[0]);

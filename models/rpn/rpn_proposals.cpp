@@ -1,0 +1,150 @@
+// rpn_proposals: the whole batch as fixed-size (N, T) tables, T = min(pre_nms_top_n, K), and masks.
+//
+//   best      = topk(objectness, T, dim 1)                 (N, T) sorted, ties in input order
+//   boxes     = clip(decode(deltas[best], anchors[best]))  (N, T, 4)   gathered without a host index check
+//   valid     = both sides >= min_size and sigmoid(best) >= score_threshold
+//   keep      = batched_nms over the N * T rows, group = image (-1 and a zero box where not valid)  sync 1
+//   selected  = valid and kept                             (N, T) mask, scattered from keep on the device
+//   order     = argsort(selected, dim 1, descending)       stable: each image's selected positions first,
+//                                                          in position order = decreasing score order
+//   rows      = boxes[order[:, :P]]                        (N, P, 4), P = min(post_nms_top_n, T)
+//   counts    = sum(selected, dim 1), copied to the host   sync 2; image n gets rows[n, :min(count_n, P)]
+// An invalid row cannot touch a valid one in NMS: its group differs, and a zero box has IoU 0 with anything
+// anyway. Zeroing it also keeps NaN (from NaN objectness or deltas) out of NMS, which would refuse it: such
+// a row simply is not a proposal, as remove_small_boxes drops NaN boxes.
+// Per image, NMS over its own valid rows equals this one call: groups never interact, and the stable global
+// sort orders each image's rows exactly as the image's own stable sort would.
+#include "models/rpn/rpn_proposals.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/factories.h"
+#include "models/box_coder/box_coder.h"
+#include "models/common/image_sizes.h"
+#include "ops/boxes/box_geometry.h"
+#include "ops/common/checks.h"
+#include "ops/elementwise/binary.h"
+#include "ops/elementwise/compare.h"
+#include "ops/elementwise/unary.h"
+#include "ops/indexing/indexing_kernels.h"
+#include "ops/indexing/where.h"
+#include "ops/nms/nms.h"
+#include "ops/reduction/reduction.h"
+#include "ops/shape/shape.h"
+#include "ops/sort/sort.h"
+
+namespace minidet::models {
+
+namespace {
+
+// out[b, t, :] = x[b, index[b, t], :] for x (B, K, C) and index (B, T) int64 on x's device. The raw kernel
+// of gather, without gather's host-side check of the index values: on CUDA that check is a device-to-host
+// copy per call. Every index used here comes from topk or argsort along the same dim, so it is in range by
+// construction. Not recorded (everything here is detached).
+Tensor take_rows(const Tensor& x, const Tensor& index) {
+  ops::detail::AlongDim geometry;
+  geometry.outer = x.size(0);
+  geometry.size = x.size(1);
+  geometry.count = index.size(1);
+  geometry.inner = x.size(2);
+  geometry.index_stride_outer = geometry.count;  // one index per (b, t), shared by the C columns
+  geometry.index_stride_count = 1;
+  geometry.index_stride_inner = 0;
+  Tensor out = empty({geometry.outer, geometry.count, geometry.inner}, x.options());
+  ops::detail::take_along_dim(out, x.contiguous(), index.contiguous(), geometry);
+  return out;
+}
+
+// (rows) mask with 1 at each of `keep`'s indices (distinct, in [0, rows): NMS's output), 0 elsewhere. The
+// raw scatter-add of gather's backward: adding 1 once per position is exact in any order, atomics included.
+Tensor kept_mask(const Tensor& keep, int64_t rows, const TensorOptions& options) {
+  ops::detail::AlongDim geometry;
+  geometry.size = rows;
+  geometry.count = keep.numel();
+  geometry.index_stride_outer = 0;
+  Tensor mask = zeros({rows}, options);
+  ops::detail::scatter_add_along_dim(mask, ones({geometry.count}, options), keep.contiguous(), geometry);
+  return gt(mask, 0.5);
+}
+
+void check_inputs(const char* op, const Tensor& objectness, const Tensor& deltas, const Tensor& anchors) {
+  ops::check_defined(op, objectness, "objectness");
+  ops::check_defined(op, deltas, "deltas");
+  ops::check_defined(op, anchors, "anchors");
+  ops::check_floating(op, objectness, "objectness");
+  MINIDET_CHECK(objectness.dim() == 2, op, ": expected objectness of shape (N, K), got ", objectness.sizes());
+  const int64_t images = objectness.size(0), k = objectness.size(1);
+  MINIDET_CHECK(deltas.dim() == 3 && deltas.size(0) == images && deltas.size(1) == k && deltas.size(2) == 4, op,
+                ": expected deltas of shape (N, K, 4) = (", images, ", ", k, ", 4), got ", deltas.sizes());
+  MINIDET_CHECK(anchors.dim() == 2 && anchors.size(0) == k && anchors.size(1) == 4, op,
+                ": expected anchors of shape (K, 4) = (", k, ", 4), got ", anchors.sizes());
+  ops::check_same_dtype(op, deltas, "deltas", objectness, "objectness");
+  ops::check_same_dtype(op, anchors, "anchors", objectness, "objectness");
+  ops::check_same_device(op, deltas, "deltas", objectness, "objectness");
+  ops::check_same_device(op, anchors, "anchors", objectness, "objectness");
+}
+
+}  // namespace
+
+void check_proposal_options(const char* op, const ProposalOptions& o) {
+  MINIDET_CHECK(o.pre_nms_top_n >= 1 && o.post_nms_top_n >= 1, op,
+                ": expected pre_nms_top_n >= 1 and post_nms_top_n >= 1, got ", o.pre_nms_top_n, " and ",
+                o.post_nms_top_n);
+  MINIDET_CHECK(std::isfinite(o.nms_threshold) && o.nms_threshold >= 0.0 && o.nms_threshold <= 1.0, op,
+                ": expected nms_threshold in [0, 1], got ", o.nms_threshold);
+  MINIDET_CHECK(std::isfinite(o.score_threshold) && o.score_threshold >= 0.0 && o.score_threshold <= 1.0, op,
+                ": expected score_threshold in [0, 1] (a sigmoid score), got ", o.score_threshold);
+  MINIDET_CHECK(std::isfinite(o.min_size) && o.min_size >= 0.0, op, ": expected a finite min_size >= 0, got ",
+                o.min_size);
+}
+
+std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,
+                                  const std::vector<std::array<int64_t, 2>>& image_sizes,
+                                  const ProposalOptions& options) {
+  const char* op = "rpn_proposals";
+  check_proposal_options(op, options);
+  check_inputs(op, objectness, deltas, anchors);
+  const int64_t images = objectness.size(0), k = objectness.size(1);
+  detail::check_image_sizes(op, image_sizes, images);
+  const TensorOptions box_options = anchors.options();
+  const int64_t top = std::min(options.pre_nms_top_n, k), post = std::min(options.post_nms_top_n, top);
+  std::vector<Tensor> proposals;
+  if (images == 0 || top == 0) {
+    for (int64_t n = 0; n < images; ++n) proposals.push_back(zeros({0, 4}, box_options));
+    return proposals;
+  }
+
+  NoGradGuard no_grad;
+  const ValuesIndices best = topk(objectness.detach(), top, 1);  // (N, T)
+  const Tensor top_deltas = take_rows(deltas.detach(), best.indices).reshape({images * top, 4});
+  const Tensor top_anchors = take_rows(anchors.detach().unsqueeze(0), best.indices.reshape({1, images * top}));
+  const Tensor decoded = BoxCoder().decode(top_deltas, top_anchors.reshape({images * top, 4}));
+  std::vector<Tensor> clipped, image_ids;
+  for (int64_t n = 0; n < images; ++n) {
+    const double height = static_cast<double>(image_sizes[n][0]), width = static_cast<double>(image_sizes[n][1]);
+    clipped.push_back(clip_boxes_to_image(decoded.narrow(0, n * top, top), height, width));
+    image_ids.push_back(full({1, top}, static_cast<double>(n), TensorOptions(kInt64, box_options.device)));
+  }
+  const Tensor boxes = stack(clipped, 0);  // (N, T, 4)
+  const Tensor scores = sigmoid(best.values);
+  const Tensor sides = sub(boxes.narrow(2, 2, 2), boxes.narrow(2, 0, 2));  // (N, T, 2): widths, heights
+  const Tensor big = ge(minimum(sides.select(2, 0), sides.select(2, 1)), options.min_size);
+  const Tensor valid = where(big, ge(scores, options.score_threshold), big);  // big and confident; NaN fails
+
+  const Tensor nms_boxes = where(valid.unsqueeze(2), boxes, zeros({}, box_options));
+  const Tensor nms_scores = where(valid, scores, full({}, -1.0, box_options));  // after every valid row
+  const Tensor groups = where(valid, cat(image_ids, 0), full({}, -1.0, TensorOptions(kInt64, box_options.device)));
+  const Tensor keep = batched_nms(nms_boxes.reshape({images * top, 4}), nms_scores.reshape({images * top}),
+                                  groups.reshape({images * top}), options.nms_threshold);  // sync 1: kept count
+  const Tensor kept = kept_mask(keep, images * top, box_options).reshape({images, top});
+  const Tensor selected = where(valid, kept, valid);  // (N, T) bool
+
+  const Tensor order = argsort(selected.to(kUInt8), 1, /*descending=*/true).narrow(1, 0, post);
+  const Tensor rows = take_rows(boxes, order);  // (N, P, 4)
+  const std::vector<int64_t> counts = sum(selected, {1}).to_vector<int64_t>();  // sync 2: per-image counts
+  for (int64_t n = 0; n < images; ++n) proposals.push_back(rows.select(0, n).narrow(0, 0, std::min(counts[n], post)));
+  return proposals;
+}
+
+}  // namespace minidet::models

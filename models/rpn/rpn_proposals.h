@@ -1,0 +1,46 @@
+// rpn_proposals: from the RPN's per-anchor outputs to each image's proposals (Ren et al. 2015; torchvision's
+// RegionProposalNetwork.filter_proposals), for one feature level.
+//
+// Per image n, with o (K) its objectness logits, d (K, 4) its deltas and the anchors (K, 4):
+//   top       = topk(o, min(pre_nms_top_n, K))                      the best-scoring anchors first
+//   boxes     = clip(BoxCoder(1,1,1,1).decode(d[top], anchors[top]), image n's (height, width))
+//   scores    = sigmoid(o[top])
+//   keep      = boxes with both sides >= min_size and score >= score_threshold
+//   nms       = NMS(boxes[keep], scores[keep], nms_threshold)   (per image: images never suppress each other)
+//   proposals = the first post_nms_top_n of nms, in decreasing score order   (P_n <= post_nms_top_n, 4)
+// Everything is detached: proposals are constants for the second stage, as in torchvision (the RPN learns
+// from its own losses only).
+//
+// Device work: every step runs for the whole batch at once (a batched NMS whose group is the image, so one
+// NMS call serves every image). Host synchronisations on CUDA per call, whatever the batch size: the NMS kept
+// count, and one small copy of the per-image kept counts from which the per-image slices are cut. Document
+// the count you reach; every sync must be justified in this header.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace minidet::models {
+
+struct ProposalOptions {
+  int64_t pre_nms_top_n = 1000;   // per image, before NMS
+  int64_t post_nms_top_n = 300;   // per image, after NMS
+  double nms_threshold = 0.7;
+  double min_size = 1e-3;         // both sides, in pixels
+  double score_threshold = 0.0;   // on the sigmoid score
+};
+
+// Throws, naming `op`, when an option is out of range (top-n < 1, threshold outside [0, 1], min_size < 0 or
+// non-finite).
+void check_proposal_options(const char* op, const ProposalOptions& options);
+
+// objectness (N, K), deltas (N, K, 4) in anchor order (flatten_objectness / flatten_deltas); anchors (K, 4)
+// of the same dtype and device; image_sizes[n] = (height, width) of image n before padding (positive).
+// Returns one (P_n, 4) tensor per image, detached, on the inputs' device, in decreasing score order.
+std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,
+                                  const std::vector<std::array<int64_t, 2>>& image_sizes,
+                                  const ProposalOptions& options = {});
+
+}  // namespace minidet::models
