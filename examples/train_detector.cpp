@@ -12,6 +12,7 @@
 // command) grows this into a full CLI with run folders, plots, checkpoints and exact resume.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(image_size));
 
     nn::Adam optimizer({{model.parameters(), lr, weight_decay}}, nn::AdamOptions{0.9, 0.999, 1e-8, true});
-    nn::WarmupCosineLR schedule(optimizer, steps, 0.01, warmup);
+    nn::WarmupCosineLR schedule(optimizer, steps, 0.01, std::min(warmup, steps / 5));  // short runs: short warm-up
     data::LoaderOptions loader_options;
     loader_options.batch_size = batch;
     loader_options.seed = seed;
