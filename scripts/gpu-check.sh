@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
 # The one command for a GPU machine: configure and build for sm_90 (-j16), run the whole suite (the cuda/*
-# cases run here), run compute-sanitizer on the CUDA cases, and run the benchmarks. Logs go to $OUT (the
-# device tool brings that folder back; at most 8 files), default /tmp/minidet-gpu.
+# cases run here), run compute-sanitizer on the CUDA cases, train the detector, and run the benchmarks.
+# Logs go to $OUT (the device tool brings that folder back), default /tmp/minidet-gpu.
 #
-#   bash scripts/gpu-check.sh            # everything (may not fit one 10-minute device call: then run
-#                                        # `tests` and, right after on the still-warm machine, `bench`)
-#   bash scripts/gpu-check.sh tests      # build + tests + sanitizer only
-#   bash scripts/gpu-check.sh sanitize   # build + sanitizer only (e.g. on a warm machine after `tests`)
-#   bash scripts/gpu-check.sh bench      # build + benchmarks only
-#   TOOLS=memcheck FILTER="cuda/nms*" bash scripts/gpu-check.sh tests   # one sanitizer, some cases
-#   BENCH=nms bash scripts/gpu-check.sh bench                             # one benchmark and its twin
+# The argument is a comma-separated list of parts (default: all):
+#   ctest     the whole suite (CUDA cases included)
+#   sanitize  compute-sanitizer memcheck + racecheck on the cuda/ cases
+#   demo      examples/train_mlp on the GPU
+#   train     examples/train_detector on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
+#   bench     the benchmarks and their PyTorch twins
+#   tests     = ctest,sanitize,demo          all = tests,train,bench
+# A full run may not fit one 10-minute device call: run `tests`, then `train,bench` on the still-warm machine.
+#
+#   bash scripts/gpu-check.sh ctest,train
+#   TOOLS=memcheck FILTER="cuda/nms*" bash scripts/gpu-check.sh sanitize   # one sanitizer, some cases
+#   BENCH=nms bash scripts/gpu-check.sh bench                              # one benchmark and its twin
+#   TRAIN_SWEEP="--lr 1e-3|--lr 2e-3" bash scripts/gpu-check.sh train     # two runs at once
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/minidet-gpu}
 mkdir -p "$OUT"
 what=${1:-all}
+what=${what//tests/ctest,sanitize,demo}
+what=${what//all/ctest,sanitize,demo,train,bench}
+wants() { [[ ,$what, == *,$1,* ]]; }
 summary="$OUT/summary.txt"
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
@@ -32,7 +41,7 @@ if ! { cmake --preset gpu && cmake --build --preset gpu -j 16; } >"$OUT/build.lo
 fi
 note "built in $(( $(date +%s) - start )) s"
 
-if [[ $what == all || $what == tests ]]; then
+if wants ctest; then
   note "== tests (ctest, all families, CUDA included)"
   start=$(date +%s)
   ctest --preset gpu -j 16 >"$OUT/ctest.log" 2>&1
@@ -41,7 +50,7 @@ if [[ $what == all || $what == tests ]]; then
   grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Timeout" "$OUT/ctest.log" | tee -a "$summary"
 fi
 
-if [[ $what == all || $what == tests || $what == sanitize ]]; then
+if wants sanitize; then
 
   # memcheck: out-of-bounds and misaligned accesses, leaks; racecheck: shared-memory hazards between the
   # threads of a block. TOOLS picks the tools (default both); FILTER narrows the cases (default cuda/*);
@@ -90,12 +99,30 @@ if [[ $what == all || $what == tests || $what == sanitize ]]; then
   note "sanitizers took $(( $(date +%s) - start )) s"
 fi
 
-if [[ $what == all || $what == tests ]]; then
+if wants demo; then
   note "== the main demo on the GPU (examples/train_mlp --device cuda)"
   build/gpu/examples/train_mlp --device cuda --no-trace --dot /tmp/mlp_graph.dot 2>&1 | tail -4 | tee -a "$summary"
 fi
 
-if [[ $what == all || $what == bench ]]; then
+if wants train; then
+  # The detector on the synthetic shapes, evaluated on the held-out split (VOC mAP@0.5, COCO AP). Variants
+  # of TRAIN_SWEEP run side by side on the one GPU, so their times are not for reports; a single run is.
+  IFS='|' read -r -a variants <<<"${TRAIN_SWEEP:-}"
+  (( ${#variants[@]} > 0 )) || variants=("")
+  note "== train_detector --device cuda ${TRAIN_ARGS:=--steps 1000 --batch 8 --eval-every 250}, variants: ${#variants[@]}"
+  for i in "${!variants[@]}"; do
+    # shellcheck disable=SC2086
+    build/gpu/examples/train_detector --device cuda $TRAIN_ARGS ${variants[$i]} >"$OUT/train-$i.log" 2>&1 &
+  done
+  wait
+  for i in "${!variants[@]}"; do
+    note "--- variant $i: ${variants[$i]}"
+    grep -E "^(FasterRCNN|eval at|final)" "$OUT/train-$i.log" | tee -a "$summary"
+    grep -E "train_detector:" "$OUT/train-$i.log" | tee -a "$summary"
+  done
+fi
+
+if wants bench; then
   note "== benchmarks (bench/bench_<op> and, when present, its PyTorch twin bench/<op>_torch.py)"
   : >"$OUT/bench.jsonl"
   mkdir -p /tmp/minidet-bench
