@@ -1,7 +1,7 @@
 // train_detector: train the tiny Faster R-CNN on the synthetic shapes and evaluate it on the held-out split
 // with the VOC (mAP@0.5) and COCO (AP@[0.5:0.95]) evaluators, on the CPU or a GPU.
 //
-//   train_detector [--device cpu|cuda] [--steps 1000] [--batch 8] [--lr 1e-3] [--image-size 128]
+//   train_detector [--device cpu|cuda] [--steps 600] [--batch 8] [--lr 3e-3] [--image-size 128]
 //                  [--train-images 2000] [--test-images 200] [--eval-every 0] [--seed 0]
 //                  [--config detector.json] [--set key=value ...] [--save-config FILE]
 //
@@ -78,10 +78,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Train the tiny Faster R-CNN on the synthetic shapes and evaluate it (VOC mAP@0.5, COCO AP)"};
   std::string device_name = "cpu", config_path, save_config;
   std::vector<std::string> overrides;
-  int64_t steps = 1000, batch = 8, image_size = 128, train_images = 2000, test_images = 200, eval_every = 0;
+  int64_t steps = 600, batch = 8, image_size = 128, train_images = 2000, test_images = 200, eval_every = 0;
   int64_t warmup = 100;
-  double lr = 1e-3, weight_decay = 1e-4;
+  double lr = 3e-3, weight_decay = 1e-4;
   uint64_t seed = 0;
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag wins
   app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--steps", steps, "training steps")->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "images per step")->check(CLI::PositiveNumber);
@@ -94,7 +95,8 @@ int main(int argc, char** argv) {
   app.add_option("--eval-every", eval_every, "evaluate every N steps (0: only at the end)");
   app.add_option("--seed", seed, "seed of the weights, the data order and the samplers");
   app.add_option("--config", config_path, "DetectorConfig JSON (see models/faster_rcnn/detector_config.h)");
-  app.add_option("--set", overrides, "override a config key, e.g. --set rpn.train.post_nms_top_n=500");
+  app.add_option("--set", overrides, "override a config key, e.g. --set rpn.train.post_nms_top_n=500")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--save-config", save_config, "write the resolved config here");
   CLI11_PARSE(app, argc, argv);
 
