@@ -1,7 +1,7 @@
 // train_detector: train the tiny Faster R-CNN on the synthetic shapes and evaluate it on the held-out split
 // with the VOC (mAP@0.5) and COCO (AP@[0.5:0.95]) evaluators, on the CPU or a GPU.
 //
-//   train_detector [--device cpu|cuda] [--steps 600] [--batch 8] [--lr 3e-3] [--image-size 128]
+//   train_detector [--device auto|cpu|cuda] [--steps 600] [--batch 8] [--lr 3e-3] [--image-size 128]
 //                  [--train-images 2000] [--test-images 200] [--eval-every 0] [--seed 0]
 //                  [--config detector.json] [--set key=value ...] [--save-config FILE]
 //
@@ -76,14 +76,15 @@ Scores evaluate(models::FasterRCNN& model, const data::Dataset& dataset, int64_t
 
 int main(int argc, char** argv) {
   CLI::App app{"Train the tiny Faster R-CNN on the synthetic shapes and evaluate it (VOC mAP@0.5, COCO AP)"};
-  std::string device_name = "cpu", config_path, save_config;
+  std::string device_name = "auto", config_path, save_config;
   std::vector<std::string> overrides;
   int64_t steps = 600, batch = 8, image_size = 128, train_images = 2000, test_images = 200, eval_every = 0;
   int64_t warmup = 100;
   double lr = 3e-3, weight_decay = 1e-4;
   uint64_t seed = 0;
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag wins
-  app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--device", device_name, "auto (the GPU when there is one), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--steps", steps, "training steps")->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "images per step")->check(CLI::PositiveNumber);
   app.add_option("--lr", lr, "AdamW learning rate after warm-up")->check(CLI::PositiveNumber);
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (device_name == "auto") device_name = cuda::is_available() ? "cuda" : "cpu";
     const Device device = Device::parse(device_name);
     if (device.is_cuda() && !cuda::is_available()) {
       std::fprintf(stderr, "train_detector: --device cuda but no GPU is available\n");
