@@ -266,19 +266,23 @@ TEST_CASE("errors/rpn_proposals: shapes dtypes image sizes and options") {
   CHECK_THROWS_CONTAINING(models::rpn_proposals(zeros({2, 3}, kInt64), d, a, sizes), "rpn_proposals");
   CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, {{10, 10}}), "expected one image size per image (2), got 1");
   CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, {{10, 10}, {0, 10}}), "positive (height, width) for image 1");
+  struct BadOption {
+    void (*set)(ProposalOptions&);
+    const char* fragment;
+  };
+  const BadOption cases[] = {
+      {[](ProposalOptions& b) { b.pre_nms_top_n = 0; }, "pre_nms_top_n >= 1"},
+      {[](ProposalOptions& b) { b.post_nms_top_n = -1; }, "post_nms_top_n >= 1"},
+      {[](ProposalOptions& b) { b.nms_threshold = 1.5; }, "nms_threshold in [0, 1]"},
+      {[](ProposalOptions& b) { b.score_threshold = -0.1; }, "score_threshold in [0, 1]"},
+      {[](ProposalOptions& b) { b.min_size = -1.0; }, "min_size >= 0"},
+  };
+  for (const BadOption& c : cases) {
+    ProposalOptions bad;
+    c.set(bad);
+    CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), c.fragment);
+  }
   ProposalOptions bad;
-  bad.pre_nms_top_n = 0;
-  CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), "pre_nms_top_n >= 1");
-  bad = {};
-  bad.post_nms_top_n = -1;
-  CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), "post_nms_top_n >= 1");
-  bad = {};
-  bad.nms_threshold = 1.5;
-  CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), "nms_threshold in [0, 1]");
-  bad = {};
-  bad.score_threshold = -0.1;
-  CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), "score_threshold in [0, 1]");
-  bad = {};
   bad.min_size = std::numeric_limits<double>::quiet_NaN();
   CHECK_THROWS_CONTAINING(models::check_proposal_options("caller", bad), "caller: expected a finite min_size >= 0");
 }
