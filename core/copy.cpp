@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "core/copy_kernels.h"
+#include "core/transfer_counts.h"
 #if MINIDET_WITH_CUDA
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
@@ -21,6 +22,9 @@ void copy_bytes(void* dst, const Device& dst_device, const void* src, const Devi
   const cudaMemcpyKind kind = dst_device.is_cpu()   ? cudaMemcpyDeviceToHost
                               : src_device.is_cpu() ? cudaMemcpyHostToDevice
                                                     : cudaMemcpyDeviceToDevice;
+  count_transfer(kind == cudaMemcpyDeviceToHost   ? TransferKind::DeviceToHost
+                 : kind == cudaMemcpyHostToDevice ? TransferKind::HostToDevice
+                                                  : TransferKind::DeviceToDevice);
   if (kind == cudaMemcpyDeviceToDevice && dst_device != src_device) {
     MINIDET_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device.index, src, src_device.index, nbytes));
   } else {

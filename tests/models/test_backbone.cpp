@@ -10,6 +10,7 @@
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/unary.h"
 #include "ops/reduction/reduction.h"
+#include "tests/models/deformable_helpers.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -27,18 +28,6 @@ BackboneOptions tiny_options(NormKind norm) {
   o.strides = {1, 2, 2};
   o.norm = norm;
   return o;
-}
-
-// Gives every offset (and mask) predictor small random weights and biases, so that the deformable convs
-// sample at fractional positions: away from the integer grid, where bilinear sampling has its kinks.
-void perturb_offset_predictors(nn::Module& module, uint64_t seed) {
-  Generator gen(seed);
-  NoGradGuard no_grad;
-  for (const auto& [name, p] : module.named_parameters()) {
-    if (name.find("offset_conv") == std::string::npos) continue;
-    const double scale = name.find("bias") != std::string::npos ? 0.5 : 0.1;
-    p.copy_(mul(randn(p.sizes(), p.options(), &gen), scale));
-  }
 }
 
 bool has_name(const nn::NamedTensors& list, const std::string& name) {
@@ -144,7 +133,7 @@ TEST_CASE("gradcheck/backbone: tiny configurations with both norms and plain DCN
     o.modulated_deformable = c.modulated;
     o.generator = &gen;
     Backbone backbone(o);
-    perturb_offset_predictors(backbone, seed++);
+    test::perturb_offset_predictors(backbone, seed++);
     backbone.to(kFloat64);
     autograd::TensorList inputs = {test::random_leaf({2, 3, 12, 10}, seed++)};
     for (const Tensor& p : backbone.parameters()) inputs.push_back(p);
@@ -183,7 +172,7 @@ TEST_CASE("values/backbone: a fresh DCNv1 last stage computes what the plain one
   NoGradGuard no_grad;
   CHECK(test::allclose(deformable.forward(images), plain.forward(images), 1e-5, 1e-5));
   // Moving the offsets changes the result: the deformable conv is really in the path.
-  perturb_offset_predictors(deformable, 13);
+  test::perturb_offset_predictors(deformable, 13);
   CHECK(test::max_abs_diff(deformable.forward(images), plain.forward(images)) > 1e-3);
 }
 
@@ -245,8 +234,8 @@ MINIDET_CUDA_TEST_CASE("cuda/backbone: forward and every gradient match the CPU 
     Backbone on_cpu(o);
     o.generator = &gen_gpu;
     Backbone on_gpu(o);
-    perturb_offset_predictors(on_cpu, 10);
-    perturb_offset_predictors(on_gpu, 10);
+    test::perturb_offset_predictors(on_cpu, 10);
+    test::perturb_offset_predictors(on_gpu, 10);
     on_gpu.to(Device::cuda());
     Generator data(9);
     const Tensor images = randn({2, 3, 32, 40}, kFloat32, &data);

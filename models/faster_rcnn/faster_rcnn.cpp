@@ -1,0 +1,176 @@
+// FasterRCNN: the blocks strung together, and the checks at the detector's boundary (see faster_rcnn.h).
+#include "models/faster_rcnn/faster_rcnn.h"
+
+#include <cmath>
+#include <sstream>
+#include <utility>
+
+#include "core/factories.h"
+#include "ops/common/checks.h"
+#include "ops/elementwise/binary.h"
+#include "ops/shape/shape.h"
+
+namespace minidet::models {
+
+namespace {
+
+// Shapes and dtypes of one boxes and one labels tensor per image (no values: see check_target_values).
+void check_target_shapes(const char* op, int64_t images, const std::vector<Tensor>& boxes,
+                         const std::vector<Tensor>& labels) {
+  MINIDET_CHECK(static_cast<int64_t>(boxes.size()) == images && static_cast<int64_t>(labels.size()) == images, op,
+                ": expected one boxes and one labels tensor per image (", images, "), got ", boxes.size(), " and ",
+                labels.size());
+  for (int64_t n = 0; n < images; ++n) {
+    const Tensor &b = boxes[n], &l = labels[n];
+    MINIDET_CHECK(b.defined() && l.defined(), op, ": boxes[", n, "] or labels[", n, "] is undefined");
+    MINIDET_CHECK(b.dim() == 2 && b.size(1) == 4, op, ": expected boxes[", n, "] of shape (M, 4) (x1, y1, x2, y2), got ",
+                  b.sizes());
+    MINIDET_CHECK(is_floating(b.dtype()), op, ": expected floating boxes[", n, "], got ", b.dtype());
+    MINIDET_CHECK(l.dim() == 1 && l.size(0) == b.size(0), op, ": expected labels[", n, "] of shape (", b.size(0),
+                  ") (one per box), got ", l.sizes());
+    MINIDET_CHECK(l.dtype() == kInt64, op, ": expected int64 labels[", n, "], got ", l.dtype());
+  }
+}
+
+// Every box finite, x1 < x2, y1 < y2, inside its image up to `tolerance`; every label in 1..C. All values
+// reach the host in one table (sum M, 5) = [boxes, label], a single copy when they live on the GPU.
+void check_target_values(const char* op, const std::vector<Tensor>& boxes, const std::vector<Tensor>& labels,
+                         const ImageSizes& sizes, int64_t num_classes, double tolerance) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> rows;
+  for (size_t n = 0; n < boxes.size(); ++n)
+    rows.push_back(cat({boxes[n].detach().to(kFloat64), labels[n].to(boxes[n].device()).to(kFloat64).unsqueeze(1)}, 1));
+  const Tensor table = cat(rows, 0);
+  if (table.size(0) == 0) return;
+  const std::vector<double> host = table.to(Device::cpu()).to_vector<double>();
+  size_t row = 0;
+  for (size_t n = 0; n < boxes.size(); ++n) {
+    const double height = static_cast<double>(sizes[n][0]), width = static_cast<double>(sizes[n][1]);
+    for (int64_t m = 0; m < boxes[n].size(0); ++m, ++row) {
+      const double* v = &host[5 * row];
+      std::ostringstream box;
+      box << "box " << m << " of image " << n << " (" << v[0] << ", " << v[1] << ", " << v[2] << ", " << v[3] << ")";
+      MINIDET_CHECK(std::isfinite(v[0]) && std::isfinite(v[1]) && std::isfinite(v[2]) && std::isfinite(v[3]), op,
+                    ": ", box.str(), " is not finite");
+      MINIDET_CHECK(v[0] < v[2] && v[1] < v[3], op, ": ", box.str(),
+                    " is empty or inverted: expected x1 < x2 and y1 < y2");
+      MINIDET_CHECK(v[0] >= -tolerance && v[1] >= -tolerance && v[2] <= width + tolerance &&
+                        v[3] <= height + tolerance,
+                    op, ": ", box.str(), " lies outside the image of ", sizes[n][0], " x ", sizes[n][1],
+                    " (height x width) by more than box_tolerance = ", tolerance, " px");
+      MINIDET_CHECK(v[4] >= 1 && v[4] <= static_cast<double>(num_classes), op, ": label ", m, " of image ", n,
+                    " is ", static_cast<int64_t>(v[4]), ", expected a class in 1..", num_classes,
+                    " (0 is the background and never a target)");
+    }
+  }
+}
+
+}  // namespace
+
+FasterRCNN::FasterRCNN(const DetectorConfig& config, Generator* generator)
+    : Module("FasterRCNN"), config_(config.resolved()) {
+  config.validate();
+  Generator& gen = generator ? *generator : default_generator();
+  BackboneOptions backbone_options = config_.backbone;
+  backbone_options.generator = &gen;
+  RPNOptions rpn_options = config_.rpn;
+  rpn_options.generator = &gen;
+  RoIHeadsOptions roi_options = config_.roi_heads;
+  roi_options.generator = &gen;
+  roi_options.check_targets = false;  // checked once, here, with the image bounds too
+  backbone = register_module("backbone", std::make_shared<Backbone>(backbone_options));
+  rpn = register_module("rpn", std::make_shared<RPN>(rpn_options));
+  roi_heads = register_module("roi_heads", std::make_shared<RoIHeads>(roi_options));
+}
+
+TensorOptions FasterRCNN::parameter_options() const {
+  const std::vector<Tensor> params = parameters();
+  return params.empty() ? TensorOptions() : params.front().options();
+}
+
+ImageSizes FasterRCNN::checked_image_sizes(const char* op, const Tensor& images, const ImageSizes& image_sizes) const {
+  ops::check_defined(op, images, "images");
+  const int64_t channels = config_.backbone.in_channels;
+  MINIDET_CHECK(images.dim() == 4 && images.size(1) == channels, op, ": expected images of shape (N, ", channels,
+                ", H, W), got ", images.sizes());
+  const TensorOptions model = parameter_options();
+  MINIDET_CHECK(images.dtype() == model.dtype && images.device() == model.device, op,
+                ": images are ", images.dtype(), " on ", images.device(), " but the model is ", model.dtype, " on ",
+                model.device, " (move one with to())");
+  const int64_t n = images.size(0), height = images.size(2), width = images.size(3);
+  MINIDET_CHECK(n > 0 && height > 0 && width > 0, op, ": expected at least one non-empty image, got ",
+                images.sizes());
+  if (image_sizes.empty()) return ImageSizes(static_cast<size_t>(n), {height, width});
+  MINIDET_CHECK(static_cast<int64_t>(image_sizes.size()) == n, op, ": expected one image size per image (", n,
+                "), got ", image_sizes.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& s = image_sizes[i];
+    MINIDET_CHECK(s[0] > 0 && s[1] > 0 && s[0] <= height && s[1] <= width, op, ": image ", i, " has size (",
+                  s[0], ", ", s[1], "), expected between (1, 1) and the padded batch size (", height, ", ", width,
+                  ")");
+  }
+  return image_sizes;
+}
+
+Losses FasterRCNN::forward_train(const Tensor& images, const std::vector<Tensor>& boxes_in,
+                                 const std::vector<Tensor>& labels_in, const ImageSizes& image_sizes,
+                                 Generator* generator) {
+  const char* op = "FasterRCNN::forward_train";
+  const ImageSizes sizes = checked_image_sizes(op, images, image_sizes);
+  check_target_shapes(op, images.size(0), boxes_in, labels_in);
+  check_target_values(op, boxes_in, labels_in, sizes, config_.num_classes, config_.box_tolerance);
+  std::vector<Tensor> boxes, labels;
+  for (size_t n = 0; n < boxes_in.size(); ++n) {
+    boxes.push_back(boxes_in[n].detach().to(images.options()));
+    labels.push_back(labels_in[n].to(images.device()));
+  }
+  Generator& gen = generator ? *generator : default_generator();
+
+  const Tensor features = backbone->forward(images);
+  const RPNOutput rpn_out = rpn->forward_train(features, {images.size(2), images.size(3)}, sizes, boxes, &gen);
+  Losses losses = roi_heads->forward_train(features, rpn_out.proposals, boxes, labels, &gen);
+  losses["loss_objectness"] = rpn_out.losses.objectness;
+  losses["loss_rpn_box_reg"] = rpn_out.losses.box;
+  return losses;
+}
+
+Losses FasterRCNN::forward_train(const data::Batch& batch, Generator* generator) {
+  const TensorOptions model = parameter_options();
+  return forward_train(batch.images.to(model), batch.boxes, batch.labels, batch.image_sizes, generator);
+}
+
+std::vector<Detections> FasterRCNN::forward_infer(const Tensor& images, const ImageSizes& image_sizes) {
+  const ImageSizes sizes = checked_image_sizes("FasterRCNN::forward_infer", images, image_sizes);
+  NoGradGuard no_grad;
+  const Tensor features = backbone->forward(images);
+  const RPNOutput rpn_out = rpn->forward_infer(features, {images.size(2), images.size(3)}, sizes);
+  return roi_heads->forward_infer(features, rpn_out.proposals, sizes);
+}
+
+std::vector<Detections> FasterRCNN::forward_infer(const data::Batch& batch) {
+  return forward_infer(batch.images.to(parameter_options()), batch.image_sizes);
+}
+
+DetectorOutput FasterRCNN::forward(const data::Batch& batch, Generator* generator) {
+  DetectorOutput out;
+  if (is_training())
+    out.losses = forward_train(batch, generator);
+  else
+    out.detections = forward_infer(batch);
+  return out;
+}
+
+Tensor FasterRCNN::total_loss(const Losses& losses) {
+  MINIDET_CHECK(!losses.empty(), "FasterRCNN::total_loss: no losses given");
+  Tensor total;
+  for (const auto& [name, loss] : losses) total = total.defined() ? add(total, loss) : loss;
+  return total;
+}
+
+std::string FasterRCNN::extra_repr() const {
+  std::ostringstream out;
+  out << "classes=" << config_.num_classes << ", stride=" << config_.rpn.feature_stride;
+  return out.str();
+}
+
+}  // namespace minidet::models
