@@ -10,6 +10,7 @@
 #include "autograd/gradcheck.h"
 #include "core/factories.h"
 #include "core/grad_mode.h"
+#include "core/transfer_counts.h"
 #include "models/rpn/rpn.h"
 #include "models/rpn/rpn_proposals.h"
 #include "ops/elementwise/binary.h"
@@ -345,6 +346,26 @@ MINIDET_CUDA_TEST_CASE("cuda/rpn_proposals: the same proposals as the CPU") {
   CHECK_THROWS_CONTAINING(models::rpn_proposals(zeros({1, 2}).cuda(), zeros({1, 2, 4}).cuda(), zeros({2, 4}),
                                                 {{10, 10}}),
                           "rpn_proposals");
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/rpn_proposals: two device-to-host copies and none host-to-device for any batch size") {
+  Generator gen(37);
+  for (int64_t images : {1, 4, 16}) {
+    CAPTURE(images);
+    const int64_t k = 500;
+    const Tensor logits = randn({images, k}, kFloat32, &gen).cuda();
+    const Tensor deltas = mul(randn({images, k, 4}, kFloat32, &gen), 0.2).cuda();
+    const Tensor xy = mul(rand({k, 2}, kFloat32, &gen), 60.0), wh = add(mul(rand({k, 2}, kFloat32, &gen), 20.0), 2.0);
+    const Tensor anchors = cat({xy, add(xy, wh)}, 1).cuda();
+    const Sizes sizes(static_cast<size_t>(images), std::array<int64_t, 2>{64, 64});
+    models::rpn_proposals(logits, deltas, anchors, sizes);  // warm-up: nothing lazily set up is counted
+    const TransferCounts before = transfer_counts();
+    const std::vector<Tensor> p = models::rpn_proposals(logits, deltas, anchors, sizes);
+    const TransferCounts call = transfer_counts() - before;
+    CHECK(call.device_to_host == 2);  // NMS's kept count, the per-image counts
+    CHECK(call.host_to_device == 0);
+    CHECK(static_cast<int64_t>(p.size()) == images);
+  }
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/rpn: proposals losses and head gradients match the CPU") {
