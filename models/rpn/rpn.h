@@ -1,13 +1,17 @@
 // RPN: the Region Proposal Network as one Module (torchvision's RegionProposalNetwork): anchors, head,
 // losses in training, proposals always.
 //
-//   anchors    = AnchorGenerator(sizes, aspect_ratios).anchors(H, W, {(h, w)})     (h*w*A, 4), cached
+//   anchors    = AnchorGenerator(sizes, aspect_ratios).grid_anchors(0, h, w, stride, stride)   (h*w*A, 4), cached
+//                (anchors(H, W, {(h, w)}) when H and W are multiples of the stride; its H / h would be wrong
+//                otherwise)
 //   o, d       = RPNHead(features)   -> flatten_objectness (N, K), flatten_deltas (N, K, 4), K = h*w*A
 //   proposals  = rpn_proposals(o, d, anchors, image_sizes, training ? train_proposals : test_proposals)
 //   losses     = rpn_loss(o, d, anchors, gt_boxes, generator, loss)   (training only)
 // (H, W) is the padded batch size (images.size(2), images.size(3)); features (N, F, h, w).
 // Check: h == ceil(H / stride) and w == ceil(W / stride) for the configured stride, with a clear error
 // otherwise (the anchors would not cover the image).
+// Host synchronisations on CUDA per call: rpn_proposals' 2 (see rpn_proposals.h); rpn_loss adds none.
+// Building the anchors (first call per feature size, dtype and device only) copies them to the device.
 #pragma once
 
 #include <memory>

@@ -11,10 +11,18 @@
 // Everything is detached: proposals are constants for the second stage, as in torchvision (the RPN learns
 // from its own losses only).
 //
-// Device work: every step runs for the whole batch at once (a batched NMS whose group is the image, so one
-// NMS call serves every image). Host synchronisations on CUDA per call, whatever the batch size: the NMS kept
-// count, and one small copy of the per-image kept counts from which the per-image slices are cut. Document
-// the count you reach; every sync must be justified in this header.
+// Ties keep input order everywhere (topk and NMS sort stably). A box with a NaN coordinate or score fails
+// both tests above and is dropped, as remove_small_boxes drops it.
+//
+// Device work: every step runs for the whole batch at once on fixed-size (N, T) tables, T = min(pre_nms_top_n,
+// K), with masks instead of data-dependent shapes, and one batched NMS whose group is the image (how:
+// rpn_proposals.cpp). Gathers use the raw take kernel, not gather/index_select, whose host-side index check
+// would cost a sync each: the indices come from topk and argsort, in range by construction.
+// Host synchronisations on CUDA per call, whatever the batch size: 2 device-to-host copies,
+//   1. NMS's kept count (its output's length depends on the data; the finite-value check rides on it);
+//   2. the N per-image proposal counts, from which the host cuts each image's slice of a (N, P, 4) table
+//      (the output is a std::vector of per-image tensors, so their sizes must reach the host).
+// No host-to-device copy (image sizes enter as kernel scalars). N = 0, K = 0: no device work at all.
 #pragma once
 
 #include <array>

@@ -10,6 +10,7 @@
 #include "autograd/gradcheck.h"
 #include "core/factories.h"
 #include "core/grad_mode.h"
+#include "core/transfer_counts.h"
 #include "models/rpn/rpn.h"
 #include "models/rpn/rpn_proposals.h"
 #include "ops/elementwise/binary.h"
@@ -266,19 +267,23 @@ TEST_CASE("errors/rpn_proposals: shapes dtypes image sizes and options") {
   CHECK_THROWS_CONTAINING(models::rpn_proposals(zeros({2, 3}, kInt64), d, a, sizes), "rpn_proposals");
   CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, {{10, 10}}), "expected one image size per image (2), got 1");
   CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, {{10, 10}, {0, 10}}), "positive (height, width) for image 1");
+  struct BadOption {
+    void (*set)(ProposalOptions&);
+    const char* fragment;
+  };
+  const BadOption cases[] = {
+      {[](ProposalOptions& b) { b.pre_nms_top_n = 0; }, "pre_nms_top_n >= 1"},
+      {[](ProposalOptions& b) { b.post_nms_top_n = -1; }, "post_nms_top_n >= 1"},
+      {[](ProposalOptions& b) { b.nms_threshold = 1.5; }, "nms_threshold in [0, 1]"},
+      {[](ProposalOptions& b) { b.score_threshold = -0.1; }, "score_threshold in [0, 1]"},
+      {[](ProposalOptions& b) { b.min_size = -1.0; }, "min_size >= 0"},
+  };
+  for (const BadOption& c : cases) {
+    ProposalOptions bad;
+    c.set(bad);
+    CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), c.fragment);
+  }
   ProposalOptions bad;
-  bad.pre_nms_top_n = 0;
-  CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), "pre_nms_top_n >= 1");
-  bad = {};
-  bad.post_nms_top_n = -1;
-  CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), "post_nms_top_n >= 1");
-  bad = {};
-  bad.nms_threshold = 1.5;
-  CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), "nms_threshold in [0, 1]");
-  bad = {};
-  bad.score_threshold = -0.1;
-  CHECK_THROWS_CONTAINING(models::rpn_proposals(o, d, a, sizes, bad), "score_threshold in [0, 1]");
-  bad = {};
   bad.min_size = std::numeric_limits<double>::quiet_NaN();
   CHECK_THROWS_CONTAINING(models::check_proposal_options("caller", bad), "caller: expected a finite min_size >= 0");
 }
@@ -341,6 +346,26 @@ MINIDET_CUDA_TEST_CASE("cuda/rpn_proposals: the same proposals as the CPU") {
   CHECK_THROWS_CONTAINING(models::rpn_proposals(zeros({1, 2}).cuda(), zeros({1, 2, 4}).cuda(), zeros({2, 4}),
                                                 {{10, 10}}),
                           "rpn_proposals");
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/rpn_proposals: two device-to-host copies and none host-to-device for any batch size") {
+  Generator gen(37);
+  for (int64_t images : {1, 4, 16}) {
+    CAPTURE(images);
+    const int64_t k = 500;
+    const Tensor logits = randn({images, k}, kFloat32, &gen).cuda();
+    const Tensor deltas = mul(randn({images, k, 4}, kFloat32, &gen), 0.2).cuda();
+    const Tensor xy = mul(rand({k, 2}, kFloat32, &gen), 60.0), wh = add(mul(rand({k, 2}, kFloat32, &gen), 20.0), 2.0);
+    const Tensor anchors = cat({xy, add(xy, wh)}, 1).cuda();
+    const Sizes sizes(static_cast<size_t>(images), std::array<int64_t, 2>{64, 64});
+    models::rpn_proposals(logits, deltas, anchors, sizes);  // warm-up: nothing lazily set up is counted
+    const TransferCounts before = transfer_counts();
+    const std::vector<Tensor> p = models::rpn_proposals(logits, deltas, anchors, sizes);
+    const TransferCounts call = transfer_counts() - before;
+    CHECK(call.device_to_host == 2);  // NMS's kept count, the per-image counts
+    CHECK(call.host_to_device == 0);
+    CHECK(static_cast<int64_t>(p.size()) == images);
+  }
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/rpn: proposals losses and head gradients match the CPU") {
