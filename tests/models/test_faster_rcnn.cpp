@@ -304,7 +304,7 @@ TEST_CASE("errors/faster_rcnn: bad images, targets and configs are refused by na
   CHECK_THROWS_CONTAINING(FasterRCNN(bad), "num_classes must be at least 1");
 }
 
-MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, with few host synchronisations") {
+MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, with 3 host synchronisations per step") {
   Generator init_cpu(41), init_gpu(41);
   FasterRCNN cpu(tiny_config(), &init_cpu), gpu(tiny_config(), &init_gpu);
   test::perturb_offset_predictors(cpu, 42);
@@ -327,7 +327,7 @@ MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, wi
   const TransferCounts step = transfer_counts() - before;
   MESSAGE("one training step on CUDA: " << step.device_to_host << " device-to-host and " << step.host_to_device
                                         << " host-to-device copies");
-  CHECK(step.device_to_host <= 4);
+  CHECK(step.device_to_host == 3);  // measured on an H100 (2026-11-25): 2 in rpn_proposals, 1 in roi_align
 
   FasterRCNN::total_loss(on_cpu).backward();
   for (const auto& [name, loss] : on_cpu) {
