@@ -14,6 +14,9 @@ Json parse_json_file(const std::string& path, const char* what) {
     return Json::parse(file);
   } catch (const Json::parse_error& error) {
     MINIDET_FAIL(what, ": ", path, " is not valid JSON (at byte ", error.byte, "): ", error.what());
+  } catch (const Json::exception& error) {
+    // Valid syntax the parser still refuses, e.g. a number beyond double's range (1e999).
+    MINIDET_FAIL(what, ": ", path, " cannot be read as JSON: ", error.what());
   }
 }
 

@@ -188,7 +188,7 @@ class Reader {
 json parse_json(const std::string& text, const std::string& what) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers beyond double's range (1e999)
     MINIDET_FAIL("DetectorConfig: ", what, " is not valid JSON: ", e.what());
   }
 }
@@ -282,8 +282,8 @@ void DetectorConfig::set(const std::string& assignment) {
   json value;
   try {
     value = json::parse(text);
-  } catch (const json::parse_error&) {
-    value = text;  // a bare word: a string (frozen_batch_norm)
+  } catch (const json::exception&) {
+    value = text;  // a bare word: a string (frozen_batch_norm); 1e999 too, then refused by type
   }
   // "a.b.c" -> {"a": {"b": {"c": value}}}, then applied like a file.
   json root = std::move(value);

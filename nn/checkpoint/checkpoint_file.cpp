@@ -14,7 +14,7 @@
 namespace minidet::nn {
 namespace {
 
-constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+constexpr uint64_t kFnvOffset = 14695981039346656037ull;
 constexpr uint64_t kFnvPrime = 1099511628211ull;
 constexpr size_t kMaxDims = 12;
 

@@ -200,7 +200,7 @@ struct FileBuilder {
   }
   void write(const std::string& path, const std::string& trailing = "") {
     std::string all = bytes + trailing;
-    uint64_t hash = 1469598103934665603ull;
+    uint64_t hash = 14695981039346656037ull;
     for (unsigned char c : all) hash = (hash ^ c) * 1099511628211ull;
     all.append(reinterpret_cast<const char*>(&hash), 8);
     write_bytes(path, all);
