@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole CPU suite under AddressSanitizer + UndefinedBehaviorSanitizer (the asan preset: RelWithDebInfo,
+# CUDA off). Any sanitizer report fails the run: UBSan is built to halt on the first error
+# (see MINIDET_SANITIZE in CMakeLists.txt). Extra arguments go to ctest (e.g. -R errors/).
+#   bash scripts/asan.sh                 # about an hour of CPU time: use many cores (the GPU machine has 16)
+#   MINIDET_FUZZ_ITERATIONS=20000 bash scripts/asan.sh -R fuzz_readers
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake --preset asan
+cmake --build --preset asan -j "$jobs"
+# detect_leaks: a leaked tensor or graph node is a bug here too.
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+  ctest --preset asan -j "$jobs" "$@"
