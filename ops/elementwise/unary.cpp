@@ -5,6 +5,7 @@
 
 #include "autograd/function.h"
 #include "ops/elementwise/binary.h"
+#include "ops/common/checks.h"
 #include "ops/elementwise/elementwise_raw.h"
 
 namespace minidet {
@@ -92,7 +93,10 @@ Tensor pow(const Tensor& x, double exponent) {
   return y;
 }
 
-Tensor square(const Tensor& x) { return pow(x, 2.0); }
+Tensor square(const Tensor& x) {
+  ops::check_defined("square", x, "input");  // so the error names what the caller called, not pow
+  return pow(x, 2.0);
+}
 
 Tensor clamp(const Tensor& x, double min, double max) {
   // A NaN bound passes `min > max` (every comparison with NaN is false), yet the forward would clamp one side
