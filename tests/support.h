@@ -35,8 +35,9 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol 
       (void)(expr);                                                                                \
     } catch (const ::minidet::Error& e) {                                                          \
       minidet_threw_ = true;                                                                       \
-      INFO("message: " << e.what());                                                               \
-      CHECK(std::string(e.what()).find(fragment) != std::string::npos);                            \
+      const std::string minidet_message_ = e.what(); /* INFO is lazy: keep a copy */       \
+      INFO("message: " << minidet_message_);                                                       \
+      CHECK(minidet_message_.find(fragment) != std::string::npos);                                 \
     }                                                                                              \
     CHECK_MESSAGE(minidet_threw_, "expected minidet::Error from: " #expr);                         \
   } while (0)

@@ -2,6 +2,7 @@
 // Reader walk it, so the reader, the writer and the key list in the header cannot drift apart.
 #include "models/faster_rcnn/detector_config.h"
 
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -300,6 +301,9 @@ void DetectorConfig::set(const std::string& assignment) {
 }
 
 DetectorConfig DetectorConfig::load(const std::string& path) {
+  // A directory opens fine as an ifstream and only fails (with a std::ios_base::failure) on the first read.
+  MINIDET_CHECK(!std::filesystem::exists(path) || std::filesystem::is_regular_file(path), "DetectorConfig: '", path,
+                "' is not a file");
   std::ifstream in(path);
   MINIDET_CHECK(in.good(), "DetectorConfig: cannot open '", path, "'");
   std::stringstream text;

@@ -2,6 +2,7 @@
 
 #include "core/factories.h"
 #include "nn/init/init.h"
+#include "ops/common/checks.h"
 #include "ops/elementwise/unary.h"
 #include "ops/shape/views.h"
 
@@ -43,6 +44,10 @@ DeformConv2d::DeformConv2d(int64_t in_channels, int64_t out_channels, int64_t ke
 }
 
 Tensor DeformConv2d::forward(const Tensor& input) {
+  // Checked here so that a wrong input is reported by this layer, not by the offset predictor inside it.
+  ops::check_defined("DeformConv2d", input, "input");
+  ops::check_same_dtype("DeformConv2d", input, "input", weight, "weight");
+  ops::check_same_device("DeformConv2d", input, "input", weight, "weight");
   const Tensor prediction = offset_conv->forward(input);
   const int64_t offset_channels = 2 * offset_groups * weight.size(2) * weight.size(3);
   if (!modulated) return deform_conv2d(input, prediction, weight, bias, Tensor(), deform_options);

@@ -14,11 +14,15 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)
   MINIDET_CHECK(!groups_.empty(), "optimizer: no parameter groups");
   std::unordered_set<const TensorImpl*> seen;
   for (size_t g = 0; g < groups_.size(); ++g) {
-    MINIDET_CHECK(groups_[g].lr >= 0 && groups_[g].weight_decay >= 0, "optimizer: group ", g,
-                  " has a negative lr or weight_decay");
+    // Written as "not (x >= 0)" style comparisons that NaN fails, so a NaN lr is refused too.
+    MINIDET_CHECK(std::isfinite(groups_[g].lr) && groups_[g].lr >= 0, "optimizer: group ", g,
+                  " needs a finite lr >= 0, got ", groups_[g].lr);
+    MINIDET_CHECK(std::isfinite(groups_[g].weight_decay) && groups_[g].weight_decay >= 0, "optimizer: group ", g,
+                  " needs a finite weight_decay >= 0, got ", groups_[g].weight_decay);
     for (size_t i = 0; i < groups_[g].params.size(); ++i) {
       const Tensor& p = groups_[g].params[i];
-      MINIDET_CHECK(p.defined() && p.requires_grad() && p.is_leaf(), "optimizer: group ", g, " parameter ", i,
+      MINIDET_CHECK(p.defined(), "optimizer: group ", g, " parameter ", i, " is undefined");
+      MINIDET_CHECK(p.requires_grad() && p.is_leaf(), "optimizer: group ", g, " parameter ", i,
                     " is not a leaf tensor that requires grad");
       MINIDET_CHECK(p.is_contiguous(), "optimizer: group ", g, " parameter ", i, " is not contiguous");
       MINIDET_CHECK(seen.insert(p.impl()).second, "optimizer: group ", g, " parameter ", i,
@@ -56,6 +60,8 @@ Optimizer::StateKey Optimizer::parse_state_name(const std::string& name, const T
 }
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
+  // A negative bound would flip every gradient's sign; NaN would turn them all into NaN.
+  MINIDET_CHECK(max_norm >= 0, "clip_grad_norm_: max_norm must be >= 0, got ", max_norm);
   NoGradGuard no_grad;
   // Sum the squares on the gradients' device and read the total once: one host sync, not one per param.
   Tensor total_sq;

@@ -152,7 +152,7 @@ TEST_CASE("values/lr_schedule: cosine from base to the floor") {
 
 TEST_CASE("errors/optim: bad hyper-parameters and parameters") {
   Tensor p = param({1.0});
-  CHECK_THROWS_CONTAINING(SGD({{{p}, -1.0, 0.0}}), "negative lr");
+  CHECK_THROWS_CONTAINING(SGD({{{p}, -1.0, 0.0}}), "needs a finite lr >= 0");
   CHECK_THROWS_CONTAINING(SGD({{{p}, 0.1, 0.0}}, momentum(0.0, /*nesterov=*/true)), "nesterov");
   CHECK_THROWS_CONTAINING(Adam({{{p}, 0.1, 0.0}}, betas(1.0, 0.999)), "betas");
   CHECK_THROWS_CONTAINING(SGD({{{from_vector<double>({1.0})}, 0.1, 0.0}}), "requires grad");
