@@ -2,6 +2,10 @@
 #
 # Every layer is built the same way: all .cpp files under the layer's folder, plus its .cu files when CUDA
 # is on. Sources are globbed so that adding an op means adding a folder, never editing a central list.
+#
+# Headers are included as "core/tensor.h" from the source root while building, and from
+# <prefix>/include/minidet once installed (cmake/MinidetInstall.cmake); each layer is minidet::<layer> in
+# both. The layer's name is recorded in the global property MINIDET_LAYERS, which the install rules walk.
 function(minidet_add_layer layer)
   cmake_parse_arguments(ARG "" "" "DEPENDS" ${ARGN})
   file(GLOB_RECURSE _cpp CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.cpp")
@@ -12,11 +16,11 @@ function(minidet_add_layer layer)
   endif()
   if(NOT _sources)
     add_library(minidet_${layer} INTERFACE)
-    target_include_directories(minidet_${layer} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_include_directories(minidet_${layer} INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
     target_link_libraries(minidet_${layer} INTERFACE ${ARG_DEPENDS})
   else()
     add_library(minidet_${layer} STATIC ${_sources})
-    target_include_directories(minidet_${layer} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_include_directories(minidet_${layer} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
     target_link_libraries(minidet_${layer} PUBLIC ${ARG_DEPENDS})
     target_compile_options(minidet_${layer} PRIVATE
       $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>
@@ -24,5 +28,7 @@ function(minidet_add_layer layer)
     set_target_properties(minidet_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON
                           CUDA_SEPARABLE_COMPILATION OFF)
   endif()
+  set_target_properties(minidet_${layer} PROPERTIES EXPORT_NAME ${layer})
   add_library(minidet::${layer} ALIAS minidet_${layer})
+  set_property(GLOBAL APPEND PROPERTY MINIDET_LAYERS ${layer})
 endfunction()

@@ -18,6 +18,69 @@ void fill_rect(Image& image, int64_t x1, int64_t y1, int64_t x2, int64_t y2, Col
     for (int64_t x = x1; x < x2; ++x) image.set(x, y, color);
 }
 
+// Liang-Barsky: the segment is start + t (end - start) for t in [0, 1]; each edge of the rectangle bounds t
+// from below (where the segment enters) or above (where it leaves).
+bool clip_segment(double& x1, double& y1, double& x2, double& y2, double x_min, double y_min, double x_max,
+                  double y_max) {
+  const double dx = x2 - x1, dy = y2 - y1;
+  double t_enter = 0.0, t_leave = 1.0;
+  // Each pair (p, q) is one edge: the segment is inside that edge where p * t <= q.
+  const double p[4] = {-dx, dx, -dy, dy};
+  const double q[4] = {x1 - x_min, x_max - x1, y1 - y_min, y_max - y1};
+  for (int edge = 0; edge < 4; ++edge) {
+    if (p[edge] == 0.0) {
+      if (q[edge] < 0.0) return false;  // parallel to this edge and outside it
+      continue;
+    }
+    const double t = q[edge] / p[edge];
+    if (p[edge] < 0.0)
+      t_enter = std::max(t_enter, t);
+    else
+      t_leave = std::min(t_leave, t);
+  }
+  if (t_enter > t_leave) return false;
+  const double start_x = x1, start_y = y1;
+  x1 = start_x + t_enter * dx;
+  y1 = start_y + t_enter * dy;
+  x2 = start_x + t_leave * dx;
+  y2 = start_y + t_leave * dy;
+  return true;
+}
+
+void draw_line(Image& image, int64_t x1, int64_t y1, int64_t x2, int64_t y2, Color color, int thickness) {
+  if (image.empty() || thickness < 1) return;
+  // Cut to the image grown by the thickness, so squares of pixels just outside still paint their inner part.
+  double ax = static_cast<double>(x1), ay = static_cast<double>(y1);
+  double bx = static_cast<double>(x2), by = static_cast<double>(y2);
+  const double margin = thickness;
+  if (!clip_segment(ax, ay, bx, by, -margin, -margin, static_cast<double>(image.width - 1) + margin,
+                    static_cast<double>(image.height - 1) + margin))
+    return;
+  x1 = std::llround(ax), y1 = std::llround(ay), x2 = std::llround(bx), y2 = std::llround(by);
+  const int64_t before = (thickness - 1) / 2;
+  // Bresenham over all octants: step along both axes, with `error` tracking which one is due next.
+  const int64_t dx = std::abs(x2 - x1), dy = -std::abs(y2 - y1);
+  const int64_t step_x = x1 < x2 ? 1 : -1, step_y = y1 < y2 ? 1 : -1;
+  int64_t error = dx + dy;
+  for (int64_t x = x1, y = y1;;) {
+    if (thickness == 1) {
+      if (image.contains(x, y)) image.set(x, y, color);
+    } else {
+      fill_rect(image, x - before, y - before, x - before + thickness, y - before + thickness, color);
+    }
+    if (x == x2 && y == y2) break;
+    const int64_t twice = 2 * error;
+    if (twice >= dy) {
+      error += dy;
+      x += step_x;
+    }
+    if (twice <= dx) {
+      error += dx;
+      y += step_y;
+    }
+  }
+}
+
 void draw_box(Image& image, const Box& box, Color color, int thickness) {
   if (!is_finite(box)) return;
   // Pixel columns that the continuous box touches: [floor(x1), ceil(x2)).

@@ -16,6 +16,15 @@ namespace minidet::data {
 
 // The pixels [x1, x2) x [y1, y2), clipped to the image.
 void fill_rect(Image& image, int64_t x1, int64_t y1, int64_t x2, int64_t y2, Color color);
+// Cuts the segment (x1, y1)-(x2, y2) to the rectangle [x_min, x_max] x [y_min, y_max] in place, in double
+// precision so lines to far-away points keep their direction. Returns false when none of it is inside.
+bool clip_segment(double& x1, double& y1, double& x2, double& y2, double x_min, double y_min, double x_max,
+                  double y_max);
+// A straight line from (x1, y1) to (x2, y2), both ends included (Bresenham), clipped to the image. With
+// thickness t each line pixel (x, y) becomes the t x t square of columns x - (t-1)/2 .. x + t/2 (rows
+// likewise), so thickness 2 grows the line right and down. Far-away ends cost nothing: the segment is cut
+// to the image before it is walked.
+void draw_line(Image& image, int64_t x1, int64_t y1, int64_t x2, int64_t y2, Color color, int thickness = 1);
 // The outline of `box` (continuous coordinates), `thickness` pixels wide, drawn inside the box.
 void draw_box(Image& image, const Box& box, Color color, int thickness = 1);
 // Text with its top-left corner at (x, y); each font pixel becomes a scale x scale square.

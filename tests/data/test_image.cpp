@@ -61,6 +61,28 @@ TEST_CASE("values/image: drawing stays inside the image") {
   CHECK(read_image(dir.file("drawn.png")) == picture);
 }
 
+TEST_CASE("values/image: draw_line includes both ends and cuts far-away ends to the image") {
+  const Color red{255, 0, 0};
+  Image image(10, 10);
+  draw_line(image, 1, 1, 8, 4, red);
+  CHECK(image.color_at(1, 1) == red);
+  CHECK(image.color_at(8, 4) == red);
+  int64_t drawn = 0;
+  for (int64_t x = 0; x < 10; ++x) drawn += image.color_at(x, 2) == red || image.color_at(x, 3) == red;
+  CHECK(drawn >= 4);  // one pixel per column between the ends: a shallow line steps along x
+  Image far(10, 10);
+  // A horizontal line from -10^15 to +10^15 through row 5: clipped first, so it is quick and exact.
+  draw_line(far, -1000000000000000, 5, 1000000000000000, 5, red, 2);
+  for (int64_t x = 0; x < 10; ++x) {
+    CHECK(far.color_at(x, 5) == red);
+    CHECK(far.color_at(x, 6) == red);  // thickness 2 grows down
+    CHECK(far.color_at(x, 4) == Color{});
+  }
+  Image untouched(10, 10);
+  draw_line(untouched, -5, -5, -1, 20, red, 1);
+  CHECK(untouched == Image(10, 10));
+}
+
 TEST_CASE("errors/image: unreadable files say why") {
   TempDir dir;
   CHECK_THROWS_CONTAINING(read_image(dir.file("absent.png")), "cannot open");
