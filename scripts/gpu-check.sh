@@ -9,6 +9,8 @@
 #   demo      examples/train_mlp on the GPU
 #   train     examples/train_detector on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
 #   bench     the benchmarks and their PyTorch twins
+#   asan      the whole CPU suite under AddressSanitizer + UBSan (scripts/asan.sh's build, on 16 cores)
+#   longrun   the long-run health tests for LONG_RUN_STEPS steps (default 300), CPU and CUDA
 #   tests     = ctest,sanitize,demo          all = tests,train,bench
 # A full run may not fit one 10-minute device call: run `tests`, then `train,bench` on the still-warm machine.
 #
@@ -53,11 +55,11 @@ fi
 if wants sanitize; then
 
   # memcheck: out-of-bounds and misaligned accesses, leaks; racecheck: shared-memory hazards between the
-  # threads of a block. TOOLS picks the tools (default both); FILTER narrows the cases (default cuda/*);
+  # threads of a block; initcheck: reads of device memory nothing wrote. TOOLS picks the tools (default all three); FILTER narrows the cases (default cuda/*);
   # SAN_EXCLUDE leaves cases out (default: the training demos, which only repeat kernels checked
   # elsewhere and take minutes under racecheck). Every (tool, binary) pair runs side by side (one GPU,
   # 16 cores), each bounded by SAN_TIMEOUT seconds, so the whole check fits one device call.
-  tools=(${TOOLS:-memcheck racecheck})
+  tools=(${TOOLS:-memcheck racecheck initcheck})
   filter=${FILTER:-cuda/*}
   exclude=${SAN_EXCLUDE:-cuda/small_cnn*}
   note "== compute-sanitizer ${tools[*]} on the $filter cases (excluding $exclude), ${SAN_TIMEOUT:-240} s cap each"
@@ -120,6 +122,25 @@ if wants train; then
     grep -E "^(FasterRCNN|eval at|final)" "$OUT/train-$i.log" | tee -a "$summary"
     grep -E "train_detector:" "$OUT/train-$i.log" | tee -a "$summary"
   done
+fi
+
+if wants asan; then
+  note "== AddressSanitizer + UBSan over the whole CPU suite (preset asan)"
+  start=$(date +%s)
+  if { cmake --preset asan && cmake --build --preset asan -j 16; } >"$OUT/asan-build.log" 2>&1; then
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --preset asan -j 16 >"$OUT/asan.log" 2>&1
+    note "asan ctest exit code $? in $(( $(date +%s) - start )) s"
+    grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$OUT/asan.log" | tee -a "$summary"
+  else
+    note "ASAN BUILD FAILED (see asan-build.log)"
+  fi
+fi
+
+if wants longrun; then
+  note "== long-run health, ${LONG_RUN_STEPS:=300} steps"
+  MINIDET_LONG_RUN_STEPS=$LONG_RUN_STEPS build/gpu/tests/test_models -tc="*long_run*" -s 2>&1 |
+    grep -E "MESSAGE|ERROR|test cases" | tee -a "$summary"
 fi
 
 if wants bench; then
