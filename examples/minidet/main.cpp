@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
                 "detections.json (COCO results)");
   detect_command->add_option("--checkpoint", detect.checkpoint, "a checkpoint, or a run folder (its best.ckpt)")
       ->required();
-  detect_command->add_option("images", detect.images, "image files")->required()
+  detect_command->add_option("IMAGES", detect.images, "image files (PNG or JPEG)")->required()
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   detect_command->add_option("--out", detect.out, "output folder")->required();
   detect_command->add_option("--score-threshold", detect.score_threshold, "keep detections scoring at least this")

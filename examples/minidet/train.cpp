@@ -118,7 +118,8 @@ data::Batch next_batch(data::DataLoader& loader) {
   std::string parts;
   for (size_t i = 0; i < kLossNames.size(); ++i)
     if (!std::isfinite(values[i + 1]))
-      parts += std::string(parts.empty() ? "" : ", ") + kLossNames[i] + " = " + std::to_string(values[i + 1]);
+      parts += std::string(parts.empty() ? "" : ", ") + kLossNames[i] + " = " +
+               (std::isnan(values[i + 1]) ? "nan" : values[i + 1] > 0 ? "inf" : "-inf");
   std::string op = " (run with --detect-anomaly to find the op)";
   if (detect_anomaly) {
     op = " (anomaly mode found no NaN in backward)";
