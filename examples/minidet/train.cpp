@@ -51,7 +51,6 @@ struct Run {
   std::unique_ptr<nn::WarmupCosineLR> scheduler;
   std::unique_ptr<data::DataLoader> loader;
   double best_map50 = -1;
-  int64_t best_step = 0;
 
   const Schedule& schedule() const { return setup.config.schedule; }
   std::string path(const std::string& name) const { return setup.folder + "/" + name; }
@@ -147,9 +146,9 @@ void evaluate_and_save(Run& run, int64_t step, MetricsLog& metrics, Progress& pr
   metrics.add_eval(step, scores);
   metrics.draw_plots(run.setup.folder);
   draw_examples(val, detections, run.schedule().detection_images, run.path("detections"));
-  if (scores.map50 > run.best_map50) {
+  // The first evaluation always writes best.ckpt, even when the mAP is -1 (a split without objects).
+  if (scores.map50 > run.best_map50 || !std::filesystem::exists(run.path("best.ckpt"))) {
     run.best_map50 = scores.map50;
-    run.best_step = step;
     run.save("best.ckpt", step);
   }
   run.save("last.ckpt", step);
