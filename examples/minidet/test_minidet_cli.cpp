@@ -4,6 +4,11 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
 
 #include <cstdlib>
 #include <filesystem>
@@ -254,4 +259,34 @@ TEST_CASE("errors/minidet: a non-finite loss stops the run naming the step and t
   CHECK(r.code == 1);
   CHECK(r.err.rfind("minidet: step 2: the loss is not finite (loss_objectness = nan", 0) == 0);
   CHECK(r.err.find("(run with --detect-anomaly to find the op)\n") != std::string::npos);
+}
+
+TEST_CASE("values/minidet: Ctrl-C finishes the step, saves last.ckpt, says how to resume and exits 130") {
+  const fs::path folder = fresh_folder("interrupt");
+  write_text(folder / "tiny.json", kTinyConfig);
+  // A run far too long to finish; SIGINT once its first step is logged. `exec` makes the shell's pid the
+  // program's, so the signal reaches minidet itself.
+  const std::string command = "cd '" + folder.string() + "' && exec '" + MINIDET_EXE +
+                              "' train --config tiny.json --device cpu --out run --set schedule.steps=100000 "
+                              "--set schedule.eval_every=0 > stdout.txt 2> stderr.txt";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_text(folder / "run" / "metrics.jsonl").empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  const std::string out = read_text(folder / "stdout.txt");
+  CHECK(out.find("interrupted after step") != std::string::npos);
+  CHECK(out.find("resume with: minidet train --resume run") != std::string::npos);
+  const int64_t step = nn::load_checkpoint((folder / "run" / "last.ckpt").string()).get("progress.step").item<int64_t>();
+  CHECK(step >= 1);
+  CHECK(out.find("interrupted after step " + std::to_string(step) + ";") != std::string::npos);
 }
