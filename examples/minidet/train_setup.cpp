@@ -65,8 +65,8 @@ TrainSetup prepare_training(const TrainArgs& args) {
     setup.config = resumed_config(args, *setup.resume);
     setup.folder = fs::path(setup.resume->path).parent_path().string();
     if (setup.folder.empty()) setup.folder = ".";
-    MINIDET_CHECK(args.out.empty() || fs::equivalent(args.out, setup.folder), "--resume continues in its own run "
-                  "folder '", setup.folder, "'; leave out --out");
+    MINIDET_CHECK(args.out.empty() || (fs::exists(args.out) && fs::equivalent(args.out, setup.folder)),
+                  "--resume continues in its own run folder '", setup.folder, "'; leave out --out");
   } else {
     if (!args.config_path.empty()) setup.config = RunConfig::load(args.config_path);
     for (const std::string& assignment : args.overrides) setup.config.set(assignment);
