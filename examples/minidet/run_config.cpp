@@ -41,8 +41,9 @@ void visit_data(V& v, D& d) {
   v.field("val_images_dir", d.val_images_dir);
 }
 
+// Written in visit order (ordered_json), so config.json reads like the header's list.
 struct Writer {
-  json out = json::object();
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
   template <class T>
   void field(const char* key, const T& value) { out[key] = value; }
 };
@@ -154,10 +155,10 @@ std::string RunConfig::to_json(int indent) const {
   Writer schedule_writer, data_writer;
   visit_schedule(schedule_writer, schedule);
   visit_data(data_writer, data);
-  json root = json::object();
+  nlohmann::ordered_json root = nlohmann::ordered_json::object();
   root["schedule"] = schedule_writer.out;
   root["data"] = data_writer.out;
-  root["detector"] = json::parse(detector.to_json());
+  root["detector"] = nlohmann::ordered_json::parse(detector.to_json());
   root["classes"] = classes;
   root["category_ids"] = category_ids;
   return root.dump(indent);

@@ -208,6 +208,7 @@ TEST_CASE("errors/minidet: bad arguments, files and data give one clear line and
   foreign.put("weights", from_vector<float>({1, 2, 3}));
   nn::save_checkpoint((folder / "foreign.ckpt").string(), foreign);
   // COCO files: one whose annotation points at a missing image entry, one whose image file is missing.
+  // (The run stores data paths absolute, so the messages name them so.)
   fs::create_directories(folder / "images");
   const std::string image = R"("images": [{"id": 1, "file_name": "a.png", "width": 64, "height": 64}])";
   const std::string category = R"("categories": [{"id": 1, "name": "thing"}])";
@@ -229,10 +230,12 @@ TEST_CASE("errors/minidet: bad arguments, files and data give one clear line and
        "checkpoint 'run/last.ckpt' was trained with another config: on --resume only schedule.* keys may be changed"},
       {"train --train-json bad_reference.json --train-images images --val-json bad_reference.json "
        "--val-images images --out coco",
-       "coco: annotations[0] (id 1) in bad_reference.json: image_id 7 is not among the images"},
+       "coco: annotations[0] (id 1) in " + (folder / "bad_reference.json").string() +
+           ": image_id 7 is not among the images"},
       {"train --train-json missing_file.json --train-images images --val-json missing_file.json "
        "--val-images images --out coco",
-       "coco: images[0] (id 1) in missing_file.json: image file images/a.png does not exist"},
+       "coco: images[0] (id 1) in " + (folder / "missing_file.json").string() + ": image file " +
+           (folder / "images" / "a.png").string() + " does not exist"},
       {"train --train-json missing_file.json --out coco",
        "config: COCO training data needs both --train-json and --train-images"},
       {"eval --checkpoint missing", "no checkpoint or run folder 'missing'"},

@@ -23,11 +23,15 @@ std::string timestamp_folder() {
   return name;
 }
 
+// Paths are stored absolute, so `minidet eval` finds the run's validation data from any directory.
 void apply_data_flags(const TrainArgs& args, RunConfig& config) {
-  if (!args.train_json.empty()) config.data.train_json = args.train_json;
-  if (!args.train_images.empty()) config.data.train_images_dir = args.train_images;
-  if (!args.val_json.empty()) config.data.val_json = args.val_json;
-  if (!args.val_images.empty()) config.data.val_images_dir = args.val_images;
+  DataConfig& d = config.data;
+  if (!args.train_json.empty()) d.train_json = args.train_json;
+  if (!args.train_images.empty()) d.train_images_dir = args.train_images;
+  if (!args.val_json.empty()) d.val_json = args.val_json;
+  if (!args.val_images.empty()) d.val_images_dir = args.val_images;
+  for (std::string* path : {&d.train_json, &d.train_images_dir, &d.val_json, &d.val_images_dir})
+    if (!path->empty()) *path = fs::absolute(*path).lexically_normal().string();
 }
 
 void write_config(const RunConfig& config, const std::string& folder) {
