@@ -1,0 +1,77 @@
+// `minidet detect`: the detector of a checkpoint on image files (PNG or JPEG). Each image goes through the
+// model on its own, at its own size (the backbone rounds feature sizes up, so any size works), optionally
+// scaled first so its longer side is --resize pixels, the scale the model was trained at; boxes are mapped
+// back to the file's pixels. Writes <out>/<name>.png with boxes, class names and scores, and
+// <out>/detections.json in the COCO results format (image ids 1..N in argument order).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/grad_mode.h"
+#include "data/coco/coco_format.h"
+#include "data/image/draw.h"
+#include "data/image/image_io.h"
+#include "data/transforms/transforms.h"
+#include "examples/minidet/checkpoints.h"
+#include "examples/minidet/commands.h"
+
+namespace minidet::cli {
+
+namespace fs = std::filesystem;
+
+int run_detect(const DetectArgs& args) {
+  set_threads(args.threads);
+  MINIDET_CHECK(!args.images.empty(), "detect: give at least one image");
+  MINIDET_CHECK(args.resize >= 0, "--resize must be >= 0, got ", args.resize);
+  for (const std::string& path : args.images) MINIDET_CHECK(fs::is_regular_file(path), "no image file '", path, "'");
+  const Device device = pick_device(args.device);
+  const RunCheckpoint checkpoint = load_run_checkpoint(checkpoint_path(args.checkpoint, true));
+  const RunConfig& config = checkpoint.config;
+  std::unique_ptr<models::FasterRCNN> model = load_model(checkpoint, device);
+  fs::create_directories(args.out);
+
+  NoGradGuard no_grad;
+  std::vector<data::Detection> all;
+  for (size_t i = 0; i < args.images.size(); ++i) {
+    const int64_t image_id = static_cast<int64_t>(i) + 1;
+    const data::Image image = data::read_image(args.images[i]);
+    data::Sample sample{image, {}, {}, image_id};
+    double scale = 1;
+    if (args.resize > 0) {
+      scale = static_cast<double>(args.resize) / std::max(image.width, image.height);
+      sample = data::resize(std::move(sample), std::max<int64_t>(1, std::lround(image.width * scale)),
+                            std::max<int64_t>(1, std::lround(image.height * scale)));
+    }
+    const Tensor input = data::image_to_tensor(sample.image).view({1, 3, sample.image.height, sample.image.width});
+    const models::Detections found = model->forward_infer(input.to(device)).at(0);
+    const std::vector<float> boxes = found.boxes.to(Device::cpu()).to(kFloat32).to_vector<float>();
+    const std::vector<float> scores = found.scores.to(Device::cpu()).to(kFloat32).to_vector<float>();
+    const std::vector<int64_t> labels = found.labels.to(Device::cpu()).to_vector<int64_t>();
+    data::LabelledBoxes drawn;
+    for (size_t d = 0; d < scores.size(); ++d) {
+      if (scores[d] < args.score_threshold) continue;
+      // Boxes back to the file's pixels: the resize scaled both axes by (almost exactly) `scale`.
+      const double sx = static_cast<double>(image.width) / sample.image.width;
+      const double sy = static_cast<double>(image.height) / sample.image.height;
+      const data::Box box{boxes[4 * d] * sx, boxes[4 * d + 1] * sy, boxes[4 * d + 2] * sx, boxes[4 * d + 3] * sy};
+      const int64_t label = labels[d];
+      const int64_t category = label - 1 < static_cast<int64_t>(config.category_ids.size())
+                                   ? config.category_ids[label - 1] : label;
+      all.push_back({image_id, category, box, scores[d]});
+      drawn.boxes.push_back(box);
+      drawn.labels.push_back(label);
+      drawn.scores.push_back(scores[d]);
+    }
+    const std::string picture = (fs::path(args.out) / fs::path(args.images[i]).stem()).string() + ".png";
+    data::write_png(data::draw_detections(image, {}, drawn, config.classes), picture);
+    std::printf("%s: %zu detections (image id %lld) -> %s\n", args.images[i].c_str(), drawn.boxes.size(),
+                static_cast<long long>(image_id), picture.c_str());
+  }
+  const std::string results = (fs::path(args.out) / "detections.json").string();
+  data::write_coco_results(all, results);
+  std::printf("detections   %s\n", results.c_str());
+  return 0;
+}
+
+}  // namespace minidet::cli

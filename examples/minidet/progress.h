@@ -1,0 +1,35 @@
+// The console side of training. On a terminal one line is rewritten in place ('\r') after every step,
+// so a reader watches the loss fall without a scrolling wall of numbers; when stdout is a file or a CI log,
+// where '\r' would pile up, a plain line is printed every log_every steps instead.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "examples/minidet/metrics.h"
+
+namespace minidet::cli {
+
+class Progress {
+ public:
+  Progress(int64_t total_steps, int64_t log_every);
+
+  // After each step. `logged` says whether this step is a log_every step.
+  void step(const TrainRecord& record, bool logged);
+  // Prints a block of text (an evaluation table, a message) on lines of its own, after the live line.
+  void print(const std::string& text);
+  bool live() const { return live_; }
+
+ private:
+  void end_live_line();
+
+  int64_t total_steps_;
+  int64_t log_every_;
+  bool live_;             // stdout is a terminal
+  bool line_open_ = false;  // a live line is on screen without its newline
+};
+
+// "1:05" or "1:02:05".
+std::string format_duration(double seconds);
+
+}  // namespace minidet::cli

@@ -1,0 +1,295 @@
+// End-to-end tests of the minidet program: they run the built binary (MINIDET_EXE) on a tiny config, a few
+// seconds in all, and check what it prints and writes. A program test, not a unit test: it lives next to
+// the program because tests/ may not depend on examples/.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/factories.h"
+#include "data/image/image_io.h"
+#include "data/shapes/shapes_dataset.h"
+#include "nn/checkpoint/checkpoint.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace minidet;
+
+namespace {
+
+// A run config small enough to train 6 steps in a second or two: 64 px, 6 training images (3 batches of
+// 2 per epoch, so the 6 steps cross an epoch), a backbone a few channels wide.
+const char* kTinyConfig = R"({
+  "schedule": {"steps": 6, "batch": 2, "eval_every": 3, "log_every": 1, "warmup": 1, "detection_images": 2},
+  "data": {"image_size": 64, "train_images": 6, "test_images": 4},
+  "detector": {
+    "backbone": {"stem_channels": 8, "widths": [8, 16, 16], "blocks": [1, 1, 1], "strides": [2, 2, 1]},
+    "rpn": {"batch_size_per_image": 32, "train": {"pre_nms_top_n": 100, "post_nms_top_n": 32},
+            "test": {"pre_nms_top_n": 100, "post_nms_top_n": 32}},
+    "roi_heads": {"representation_size": 16, "batch_size_per_image": 32}}
+})";
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A fresh folder per test case, under the build tree.
+fs::path fresh_folder(const std::string& name) {
+  const fs::path folder = fs::path(MINIDET_CLI_TEST_DIR) / name;
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  return folder;
+}
+
+// Runs `minidet <arguments>` in `folder` with stdout and stderr captured; --threads is pinned by the
+// callers that compare losses, since the CPU kernels' summation order may follow the thread count.
+Result run_minidet(const fs::path& folder, const std::string& arguments) {
+  const std::string command = "cd '" + folder.string() + "' && '" + MINIDET_EXE + "' " + arguments +
+                              " > stdout.txt 2> stderr.txt";
+  const int status = std::system(command.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_text(folder / "stdout.txt");
+  r.err = read_text(folder / "stderr.txt");
+  return r;
+}
+
+std::vector<json> read_jsonl(const fs::path& path) {
+  std::vector<json> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(json::parse(line));  // throws (fails the test) on bad JSON
+  return lines;
+}
+
+// The train lines without their timings, which differ from run to run.
+std::vector<json> loss_lines(const fs::path& metrics) {
+  std::vector<json> out;
+  for (json line : read_jsonl(metrics)) {
+    if (line.at("type") != "train") continue;
+    line.erase("images_per_s");
+    line.erase("elapsed_s");
+    out.push_back(line);
+  }
+  return out;
+}
+
+void check_run_folder(const fs::path& run) {
+  for (const char* name : {"config.json", "metrics.jsonl", "loss.png", "map.png", "last.ckpt", "best.ckpt"}) {
+    CAPTURE(name);
+    CHECK(fs::exists(run / name));
+  }
+  const json config = json::parse(read_text(run / "config.json"));
+  CHECK(config.at("schedule").at("steps") == 6);
+  CHECK(config.at("classes") == json({"square", "circle", "triangle"}));
+  const std::vector<json> lines = read_jsonl(run / "metrics.jsonl");
+  std::vector<int64_t> eval_steps;
+  int64_t train_lines = 0;
+  for (const json& line : lines) {
+    if (line.at("type") == "eval") {
+      eval_steps.push_back(line.at("step"));
+      CHECK(line.at("map50").is_number());
+      CHECK(line.at("coco_ap").is_number());
+    } else {
+      ++train_lines;
+      for (const char* key : {"loss", "loss_objectness", "loss_rpn_box_reg", "loss_classifier", "loss_box_reg", "lr"})
+        CHECK(line.at(key).is_number());
+    }
+  }
+  CHECK(train_lines == 6);
+  CHECK(eval_steps == std::vector<int64_t>{3, 6});
+  for (const char* plot : {"loss.png", "map.png"}) CHECK(!data::read_png((run / plot).string()).empty());
+  int64_t pictures = 0;
+  for (const auto& entry : fs::directory_iterator(run / "detections")) {
+    CHECK(!data::read_png(entry.path().string()).empty());
+    ++pictures;
+  }
+  CHECK(pictures == 2);
+  for (const char* checkpoint : {"last.ckpt", "best.ckpt"}) {
+    const nn::Checkpoint c = nn::load_checkpoint((run / checkpoint).string());
+    CHECK(c.has("minidet.config"));
+    CHECK(c.has("progress.step"));
+  }
+  CHECK(nn::load_checkpoint((run / "last.ckpt").string()).get("progress.step").item<int64_t>() == 6);
+}
+
+}  // namespace
+
+TEST_CASE("values/minidet: --help for the program and each subcommand") {
+  const fs::path folder = fresh_folder("help");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--help", "train"}, {"train --help", "--resume"}, {"eval --help", "--checkpoint"}, {"detect --help", "--out"}};
+  for (const auto& [arguments, expected] : cases) {
+    CAPTURE(arguments);
+    const Result r = run_minidet(folder, arguments);
+    CHECK(r.code == 0);
+    CHECK(r.out.find(expected) != std::string::npos);
+  }
+}
+
+TEST_CASE("values/minidet: train, stop, resume bit for bit, eval and detect end to end") {
+  const fs::path folder = fresh_folder("end_to_end");
+  write_text(folder / "tiny.json", kTinyConfig);
+
+  // 6 steps in one go.
+  const Result straight = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out straight");
+  REQUIRE_MESSAGE(straight.code == 0, straight.err);
+  CHECK(straight.err.empty());
+  CHECK(straight.out.find("run folder   straight") != std::string::npos);
+  CHECK(straight.out.find("evaluation at step 3") != std::string::npos);
+  check_run_folder(folder / "straight");
+
+  // 4 steps, then a resume to 6: the same losses, bit for bit (the JSON numbers round-trip exactly).
+  const Result first = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out split --stop-after 4");
+  REQUIRE_MESSAGE(first.code == 0, first.err);
+  CHECK(first.out.find("resume with: minidet train --resume split") != std::string::npos);
+  const Result second = run_minidet(folder, "train --resume split --device cpu --threads 1");
+  REQUIRE_MESSAGE(second.code == 0, second.err);
+  CHECK(second.out.find("resuming, steps 5..6") != std::string::npos);
+  check_run_folder(folder / "split");
+  const std::vector<json> expected = loss_lines(folder / "straight" / "metrics.jsonl");
+  const std::vector<json> resumed = loss_lines(folder / "split" / "metrics.jsonl");
+  REQUIRE(expected.size() == 6);
+  REQUIRE(resumed.size() == 6);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    CHECK(resumed[i].dump() == expected[i].dump());
+  }
+
+  // eval: the COCO summary and the VOC table, and a results file.
+  const Result eval = run_minidet(folder, "eval --checkpoint straight --device cpu --out results.json");
+  REQUIRE_MESSAGE(eval.code == 0, eval.err);
+  CHECK(eval.out.find("mAP@0.5") != std::string::npos);
+  CHECK(eval.out.find("Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ]") != std::string::npos);
+  CHECK(json::parse(read_text(folder / "results.json")).is_array());
+
+  // detect on two synthetic images written as PNG files.
+  const data::ShapesDataset shapes(data::Split::kTest, {});
+  data::write_png(shapes.get(0).image, (folder / "a.png").string());
+  data::write_png(shapes.get(1).image, (folder / "b.png").string());
+  const Result detect = run_minidet(folder, "detect --checkpoint straight/last.ckpt a.png b.png --out found "
+                                        "--score-threshold 0.01 --device cpu");
+  REQUIRE_MESSAGE(detect.code == 0, detect.err);
+  CHECK(!data::read_png((folder / "found" / "a.png").string()).empty());
+  CHECK(!data::read_png((folder / "found" / "b.png").string()).empty());
+  CHECK(json::parse(read_text(folder / "found" / "detections.json")).is_array());
+}
+
+TEST_CASE("errors/minidet: bad arguments, files and data give one clear line and a non-zero exit") {
+  const fs::path folder = fresh_folder("errors");
+  write_text(folder / "tiny.json", kTinyConfig);
+  const Result trained = run_minidet(folder, "train --config tiny.json --device cpu --out run "
+                                             "--set schedule.steps=2 --set schedule.eval_every=0");
+  REQUIRE_MESSAGE(trained.code == 0, trained.err);
+  // A checkpoint without the program's config entry: saved by the library, not by `minidet train`.
+  nn::Checkpoint foreign;
+  foreign.put("weights", from_vector<float>({1, 2, 3}));
+  nn::save_checkpoint((folder / "foreign.ckpt").string(), foreign);
+  // COCO files: one whose annotation points at a missing image entry, one whose image file is missing.
+  // (The run stores data paths absolute, so the messages name them so.)
+  fs::create_directories(folder / "images");
+  const std::string image = R"("images": [{"id": 1, "file_name": "a.png", "width": 64, "height": 64}])";
+  const std::string category = R"("categories": [{"id": 1, "name": "thing"}])";
+  write_text(folder / "bad_reference.json",
+             "{" + image + R"(, "annotations": [{"id": 1, "image_id": 7, "category_id": 1, "bbox": [1, 1, 5, 5]}], )" +
+                 category + "}");
+  write_text(folder / "missing_file.json", "{" + image + R"(, "annotations": [], )" + category + "}");
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train --device gpu", "--device: gpu not in {auto,cpu,cuda} (see minidet --help)"},
+      {"train --set schedule.stepz=3",
+       "config: unknown key 'schedule.stepz' (known keys: steps, batch, lr, weight_decay, warmup, min_lr_factor, "
+       "eval_every, log_every, flip_probability, seed, detection_images)"},
+      {"train --set steps=3", "--set steps: name a section (schedule., data. or detector.), e.g. schedule.steps=300"},
+      {"train --set schedule.steps=0", "config: schedule.steps must be at least 1, got 0"},
+      {"train --config tiny.json --out run",
+       "run folder 'run' already holds a run: continue it with --resume run or choose another --out"},
+      {"train --resume run --set detector.num_classes=2",
+       "checkpoint 'run/last.ckpt' was trained with another config: on --resume only schedule.* keys may be changed"},
+      {"train --train-json bad_reference.json --train-images images --val-json bad_reference.json "
+       "--val-images images --out coco",
+       "coco: annotations[0] (id 1) in " + (folder / "bad_reference.json").string() +
+           ": image_id 7 is not among the images"},
+      {"train --train-json missing_file.json --train-images images --val-json missing_file.json "
+       "--val-images images --out coco",
+       "coco: images[0] (id 1) in " + (folder / "missing_file.json").string() + ": image file " +
+           (folder / "images" / "a.png").string() + " does not exist"},
+      {"train --train-json missing_file.json --out coco",
+       "config: COCO training data needs both --train-json and --train-images"},
+      {"eval --checkpoint missing", "no checkpoint or run folder 'missing'"},
+      {"eval --checkpoint foreign.ckpt",
+       "'foreign.ckpt' is not a minidet training checkpoint (it has no 'minidet.config' entry)"},
+      {"detect --checkpoint run missing.png --out found", "no image file 'missing.png'"},
+      {"detect --checkpoint run", "IMAGES is required (see minidet --help)"},
+      {"", "A subcommand is required (see minidet --help)"},
+  };
+  for (const auto& [arguments, message] : cases) {
+    CAPTURE(arguments);
+    const Result r = run_minidet(folder, arguments);
+    CHECK(r.code != 0);
+    CHECK(r.err == "minidet: " + message + "\n");
+  }
+}
+
+TEST_CASE("errors/minidet: a non-finite loss stops the run naming the step and the loss parts") {
+  const fs::path folder = fresh_folder("non_finite");
+  write_text(folder / "tiny.json", kTinyConfig);
+  // A learning rate of 1e12 blows the weights up in the first update, so step 2's losses are NaN.
+  const Result r = run_minidet(folder, "train --config tiny.json --device cpu --out run --set schedule.lr=1e12 "
+                                       "--set schedule.warmup=0");
+  CHECK(r.code == 1);
+  CHECK(r.err.rfind("minidet: step 2: the loss is not finite (loss_objectness = nan", 0) == 0);
+  CHECK(r.err.find("(run with --detect-anomaly to find the op)\n") != std::string::npos);
+}
+
+TEST_CASE("values/minidet: Ctrl-C finishes the step, saves last.ckpt, says how to resume and exits 130") {
+  const fs::path folder = fresh_folder("interrupt");
+  write_text(folder / "tiny.json", kTinyConfig);
+  // A run far too long to finish; SIGINT once its first step is logged. `exec` makes the shell's pid the
+  // program's, so the signal reaches minidet itself.
+  const std::string command = "cd '" + folder.string() + "' && exec '" + MINIDET_EXE +
+                              "' train --config tiny.json --device cpu --out run --set schedule.steps=100000 "
+                              "--set schedule.eval_every=0 > stdout.txt 2> stderr.txt";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_text(folder / "run" / "metrics.jsonl").empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  const std::string out = read_text(folder / "stdout.txt");
+  CHECK(out.find("interrupted after step") != std::string::npos);
+  CHECK(out.find("resume with: minidet train --resume run") != std::string::npos);
+  const int64_t step = nn::load_checkpoint((folder / "run" / "last.ckpt").string()).get("progress.step").item<int64_t>();
+  CHECK(step >= 1);
+  CHECK(out.find("interrupted after step " + std::to_string(step) + ";") != std::string::npos);
+}

@@ -1,0 +1,241 @@
+// `minidet train`: the training loop of examples/train_detector.cpp grown into a run that can be watched,
+// interrupted and continued. Per step: the next batch (random flips), forward_train's four losses, one copy
+// of their values to the host (the progress line and the non-finite check need them), backward, AdamW,
+// the warm-up + cosine schedule. Every eval_every steps and at the end: the held-out evaluation, the plots,
+// the detection pictures and the checkpoints.
+//
+// Exact resume: a checkpoint holds the weights, BatchNorm's statistics, AdamW's moments, the schedule's
+// step, the samplers' generator and (step, epoch). The loader's order and flips are functions of
+// (seed, epoch, index), so restarting epoch `epoch` and skipping the batches already trained on gives the
+// very batches the uninterrupted run would have seen; on the CPU the losses match bit for bit.
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "autograd/anomaly.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "data/loader/loader.h"
+#include "examples/minidet/commands.h"
+#include "examples/minidet/evaluation.h"
+#include "examples/minidet/metrics.h"
+#include "examples/minidet/progress.h"
+#include "examples/minidet/train_setup.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/lr_scheduler.h"
+#include "ops/shape/cat.h"
+
+namespace minidet::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+// Ctrl-C asks the loop to stop after the current step; a second Ctrl-C kills at once (the default action).
+void on_interrupt(int) {
+  g_interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+// Everything one training run holds between steps.
+struct Run {
+  TrainSetup setup;
+  Device device = Device::cpu();
+  std::unique_ptr<Generator> generator;
+  std::unique_ptr<models::FasterRCNN> model;
+  std::unique_ptr<nn::Adam> optimizer;
+  std::unique_ptr<nn::WarmupCosineLR> scheduler;
+  std::unique_ptr<data::DataLoader> loader;
+  double best_map50 = -1;
+
+  const Schedule& schedule() const { return setup.config.schedule; }
+  std::string path(const std::string& name) const { return setup.folder + "/" + name; }
+
+  void save(const std::string& name, int64_t step) const {
+    nn::Checkpoint checkpoint =
+        nn::capture_training_state(*model, optimizer.get(), scheduler.get(), generator.get(), {step, loader->epoch()});
+    checkpoint.put(kConfigEntry, setup.config.to_tensor());
+    checkpoint.put(kBestMapEntry, from_vector<double>({best_map50}));
+    nn::save_checkpoint(path(name), checkpoint);
+  }
+};
+
+void build(Run& run, const TrainArgs& args) {
+  const Schedule& s = run.schedule();
+  run.device = pick_device(args.device);
+  run.generator = std::make_unique<Generator>(s.seed);
+  run.model = std::make_unique<models::FasterRCNN>(run.setup.config.detector, run.generator.get());
+  run.model->to(run.device);
+  run.optimizer = std::make_unique<nn::Adam>(std::vector<nn::ParamGroup>{{run.model->parameters(), s.lr, s.weight_decay}},
+                                             nn::AdamOptions{0.9, 0.999, 1e-8, true});
+  run.scheduler = std::make_unique<nn::WarmupCosineLR>(*run.optimizer, s.steps, s.min_lr_factor,
+                                                       std::min(s.warmup, s.steps / 5));
+  data::LoaderOptions loader_options;
+  loader_options.batch_size = s.batch;
+  loader_options.seed = s.seed;
+  loader_options.drop_last = true;
+  loader_options.transform = data::random_horizontal_flip(s.flip_probability);
+  run.loader = std::make_unique<data::DataLoader>(*run.setup.data.train, loader_options);
+  MINIDET_CHECK(run.loader->batches_per_epoch() >= 1, "the training data has ", run.setup.data.train->size(),
+                " images, fewer than one batch of ", s.batch);
+}
+
+// Restores the checkpoint and replays the data order up to its step. Returns the step to continue after.
+int64_t restore(Run& run) {
+  const RunCheckpoint& checkpoint = *run.setup.resume;
+  const nn::TrainingProgress progress = nn::restore_training_state(
+      checkpoint.checkpoint, *run.model, run.optimizer.get(), run.scheduler.get(), run.generator.get());
+  run.best_map50 = checkpoint.best_map50;
+  run.loader->start_epoch(progress.epoch);
+  // Batches are drawn lazily (a new epoch starts when the previous one runs dry), so after `step` steps the
+  // loader is in `epoch` with step - epoch * batches_per_epoch of its batches consumed.
+  const int64_t consumed = progress.step - progress.epoch * run.loader->batches_per_epoch();
+  MINIDET_CHECK(consumed >= 0 && consumed <= run.loader->batches_per_epoch(), "checkpoint '", checkpoint.path,
+                "': step ", progress.step, " and epoch ", progress.epoch, " do not fit ",
+                run.loader->batches_per_epoch(), " batches per epoch");
+  for (int64_t i = 0; i < consumed; ++i) run.loader->next();
+  return progress.step;
+}
+
+data::Batch next_batch(data::DataLoader& loader) {
+  std::optional<data::Batch> batch = loader.next();
+  if (!batch) {
+    loader.start_epoch(loader.epoch() + 1);
+    batch = loader.next();
+  }
+  return std::move(*batch);
+}
+
+// The error for a non-finite loss: the step, the parts that are not finite and, in anomaly mode, the op
+// whose backward produced the first NaN (found by running backward once more under the anomaly checks).
+[[noreturn]] void fail_non_finite(int64_t step, const std::vector<double>& values, const Tensor& total,
+                                  bool detect_anomaly) {
+  std::string parts;
+  for (size_t i = 0; i < kLossNames.size(); ++i)
+    if (!std::isfinite(values[i + 1]))
+      parts += std::string(parts.empty() ? "" : ", ") + kLossNames[i] + " = " +
+               (std::isnan(values[i + 1]) ? "nan" : values[i + 1] > 0 ? "inf" : "-inf");
+  std::string op = " (run with --detect-anomaly to find the op)";
+  if (detect_anomaly) {
+    op = " (anomaly mode found no NaN in backward)";
+    try {
+      total.backward();
+    } catch (const Error& e) {
+      op = "; " + e.message();
+    }
+  }
+  MINIDET_FAIL("step ", step, ": the loss is not finite (", parts.empty() ? "the total" : parts, ")", op);
+}
+
+// The held-out evaluation: table, metrics line, plots, pictures, checkpoints.
+void evaluate_and_save(Run& run, int64_t step, MetricsLog& metrics, Progress& progress) {
+  const auto start = Clock::now();
+  const data::Dataset& val = *run.setup.data.val;
+  const std::vector<data::Detection> detections = predict(*run.model, val, run.schedule().batch);
+  const Scores scores = score(val, detections);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  char header[160];
+  std::snprintf(header, sizeof header, "evaluation at step %lld on %lld held-out images (%.1f s): mAP@0.5 %.4f  COCO AP %.4f",
+                static_cast<long long>(step), static_cast<long long>(val.size()), seconds, scores.map50,
+                scores.coco[0]);
+  progress.print(std::string(header) + "\n" + scores.table);
+  metrics.add_eval(step, scores);
+  metrics.draw_plots(run.setup.folder);
+  draw_examples(val, detections, run.schedule().detection_images, run.path("detections"));
+  // The first evaluation always writes best.ckpt, even when the mAP is -1 (a split without objects).
+  if (scores.map50 > run.best_map50 || !std::filesystem::exists(run.path("best.ckpt"))) {
+    run.best_map50 = scores.map50;
+    run.save("best.ckpt", step);
+  }
+  run.save("last.ckpt", step);
+}
+
+void print_summary(const Run& run, int64_t step, double seconds) {
+  const std::string& f = run.setup.folder;
+  std::printf("\ntrained %lld steps in %s on %s\n", static_cast<long long>(step), format_duration(seconds).c_str(),
+              run.device.is_cuda() ? "the GPU" : "the CPU");
+  std::printf("run folder   %s\n", f.c_str());
+  std::printf("metrics      %s/metrics.jsonl  (config: %s/config.json)\n", f.c_str(), f.c_str());
+  std::printf("plots        %s/loss.png  %s/map.png\n", f.c_str(), f.c_str());
+  std::printf("detections   %s/detections/\n", f.c_str());
+  std::printf("checkpoints  %s/last.ckpt  %s/best.ckpt (mAP@0.5 %.4f)\n", f.c_str(), f.c_str(), run.best_map50);
+  std::printf("next         minidet eval --checkpoint %s    minidet detect --checkpoint %s IMAGES... --out DIR\n",
+              f.c_str(), f.c_str());
+}
+
+}  // namespace
+
+int run_train(const TrainArgs& args) {
+  set_threads(args.threads);
+  Run run{prepare_training(args)};
+  build(run, args);
+  const int64_t first = run.setup.resume ? restore(run) + 1 : 1;
+  const Schedule& s = run.schedule();
+  MetricsLog metrics(run.path("metrics.jsonl"), first - 1);
+  std::printf("minidet train: FasterRCNN with %lld parameters on %s; %lld training and %lld validation images; "
+              "%s steps %lld..%lld of %lld images\n",
+              static_cast<long long>(run.model->num_parameters()), run.device.is_cuda() ? "the GPU" : "the CPU",
+              static_cast<long long>(run.setup.data.train->size()), static_cast<long long>(run.setup.data.val->size()),
+              first > 1 ? "resuming," : "training", static_cast<long long>(first), static_cast<long long>(s.steps),
+              static_cast<long long>(s.batch));
+  std::printf("run folder %s\n", run.setup.folder.c_str());
+  std::fflush(stdout);
+
+  std::optional<autograd::DetectAnomalyGuard> anomaly;
+  if (args.detect_anomaly) anomaly.emplace();
+  g_interrupted = 0;
+  std::signal(SIGINT, on_interrupt);
+  Progress progress(s.steps, s.log_every);
+  const auto start = Clock::now();
+  auto window_start = start;
+  int64_t window_images = 0, step = first - 1;
+  while (step < s.steps) {
+    ++step;
+    const data::Batch batch = next_batch(*run.loader);
+    const models::Losses losses = run.model->forward_train(batch, run.generator.get());
+    const Tensor total = models::FasterRCNN::total_loss(losses);
+    std::vector<Tensor> parts{total};
+    for (const char* name : kLossNames) parts.push_back(losses.at(name).detach());
+    // One device-to-host copy per step: the non-finite check and the progress line need the values.
+    const std::vector<double> values = stack(parts).detach().to(Device::cpu()).to(kFloat64).to_vector<double>();
+    if (!std::isfinite(values[0])) fail_non_finite(step, values, total, args.detect_anomaly);
+    const double lr = run.scheduler->lr();  // the rate this step uses; step() below sets the next one
+    run.optimizer->zero_grad();
+    total.backward();
+    run.optimizer->step();
+    run.scheduler->step();
+
+    window_images += batch.size();
+    const auto now = Clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    TrainRecord record{step, values[0], {values[1], values[2], values[3], values[4]}, lr,
+                       window_images / std::max(1e-9, std::chrono::duration<double>(now - window_start).count()),
+                       elapsed, (s.steps - step) * elapsed / (step - first + 1)};
+    const bool logged = step % s.log_every == 0 || step == s.steps || step == 1;
+    progress.step(record, logged);
+    if (logged) {
+      metrics.add_train(record);
+      window_start = now;
+      window_images = 0;
+    }
+    if (step == s.steps || (s.eval_every > 0 && step % s.eval_every == 0)) evaluate_and_save(run, step, metrics, progress);
+
+    const bool stop = g_interrupted || (args.stop_after > 0 && step >= args.stop_after);
+    if (stop && step < s.steps) {
+      run.save("last.ckpt", step);
+      progress.print(std::string(g_interrupted ? "interrupted" : "stopped (--stop-after)") + " after step " +
+                     std::to_string(step) + "; saved " + run.path("last.ckpt") +
+                     "\nresume with: minidet train --resume " + run.setup.folder);
+      return g_interrupted ? 130 : 0;
+    }
+  }
+  std::signal(SIGINT, SIG_DFL);
+  print_summary(run, step, std::chrono::duration<double>(Clock::now() - start).count());
+  return 0;
+}
+
+}  // namespace minidet::cli
