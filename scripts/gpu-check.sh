@@ -7,7 +7,7 @@
 #   ctest     the whole suite (CUDA cases included)
 #   sanitize  compute-sanitizer memcheck + racecheck on the cuda/ cases
 #   demo      examples/train_mlp on the GPU
-#   train     examples/train_detector on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
+#   train     minidet train on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
 #   bench     the benchmarks and their PyTorch twins
 #   asan      the whole CPU suite under AddressSanitizer + UBSan (scripts/asan.sh's build, on 16 cores)
 #   longrun   the long-run health tests for LONG_RUN_STEPS steps (default 300), CPU and CUDA
@@ -17,7 +17,7 @@
 #   bash scripts/gpu-check.sh ctest,train
 #   TOOLS=memcheck FILTER="cuda/nms*" bash scripts/gpu-check.sh sanitize   # one sanitizer, some cases
 #   BENCH=nms bash scripts/gpu-check.sh bench                              # one benchmark and its twin
-#   TRAIN_SWEEP="--lr 1e-3|--lr 2e-3" bash scripts/gpu-check.sh train     # two runs at once
+#   TRAIN_SWEEP="--set schedule.lr=1e-3|--set schedule.lr=2e-3" bash scripts/gpu-check.sh train
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/minidet-gpu}
@@ -107,20 +107,24 @@ if wants demo; then
 fi
 
 if wants train; then
-  # The detector on the synthetic shapes, evaluated on the held-out split (VOC mAP@0.5, COCO AP). Variants
+  # `minidet train` on the synthetic shapes, evaluated on the held-out split (VOC mAP@0.5, COCO AP). Variants
   # of TRAIN_SWEEP run side by side on the one GPU, so their times are not for reports; a single run is.
+  # Each run folder's metrics.jsonl, config.json and plots come back under $OUT/run-<i>/.
   IFS='|' read -r -a variants <<<"${TRAIN_SWEEP:-}"
   (( ${#variants[@]} > 0 )) || variants=("")
-  note "== train_detector --device cuda ${TRAIN_ARGS:=--steps 1000 --batch 8 --eval-every 250}, variants: ${#variants[@]}"
+  note "== minidet train --device cuda ${TRAIN_ARGS:-} (variants: ${#variants[@]})"
   for i in "${!variants[@]}"; do
+    rm -rf "/tmp/minidet-run-$i"  # a warm machine keeps the last call's runs
     # shellcheck disable=SC2086
-    build/gpu/examples/train_detector --device cuda $TRAIN_ARGS ${variants[$i]} >"$OUT/train-$i.log" 2>&1 &
+    build/gpu/examples/minidet/minidet train --device cuda --out "/tmp/minidet-run-$i" ${TRAIN_ARGS:-} \
+      ${variants[$i]} >"$OUT/train-$i.log" 2>&1 &
   done
   wait
   for i in "${!variants[@]}"; do
     note "--- variant $i: ${variants[$i]}"
-    grep -E "^(FasterRCNN|eval at|final)" "$OUT/train-$i.log" | tee -a "$summary"
-    grep -E "train_detector:" "$OUT/train-$i.log" | tee -a "$summary"
+    grep -E "^(minidet train|evaluation at|trained|minidet:)" "$OUT/train-$i.log" | tee -a "$summary"
+    mkdir -p "$OUT/run-$i"
+    cp /tmp/minidet-run-$i/{metrics.jsonl,config.json,loss.png,map.png} "$OUT/run-$i/" 2>/dev/null
   done
 fi
 
