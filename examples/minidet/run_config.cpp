@@ -2,6 +2,7 @@
 // the reader walk, so the key list cannot drift between them (the pattern of detector_config.cpp).
 #include "examples/minidet/run_config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -144,7 +145,7 @@ void apply_json(const json& root, RunConfig& config) {
 json parse_json(const std::string& text, const std::string& where) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers beyond double's range (1e999)
     MINIDET_FAIL("config: ", where, " is not valid JSON (", e.what(), ")");
   }
 }
@@ -171,6 +172,9 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
 }
 
 RunConfig RunConfig::load(const std::string& path) {
+  // A directory opens as an ifstream and only fails (std::ios_base::failure) on the first read.
+  MINIDET_CHECK(!std::filesystem::exists(path) || std::filesystem::is_regular_file(path), "config '", path,
+                "' is not a file");
   std::ifstream in(path);
   MINIDET_CHECK(in.good(), "cannot open config '", path, "'");
   std::stringstream text;
@@ -187,7 +191,7 @@ void RunConfig::set(const std::string& assignment) {
   json value;
   try {
     value = json::parse(text);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {
     value = text;  // a bare word is a string: data.train_json=annotations.json
   }
   // "a.b.c" -> {"a": {"b": {"c": value}}}, applied like a file.
