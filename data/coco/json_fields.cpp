@@ -1,17 +1,15 @@
 #include "data/coco/json_fields.h"
 
-#include <filesystem>
 #include <cmath>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/file_checks.h"
 
 namespace minidet::data::coco_detail {
 
 Json parse_json_file(const std::string& path, const char* what) {
-  // A directory opens fine as an ifstream and only fails (with a std::ios_base::failure) on the first read.
-  MINIDET_CHECK(!std::filesystem::exists(path) || std::filesystem::is_regular_file(path), what, ": ", path,
-                " is not a file");
+  check_not_a_directory(what, path);
   std::ifstream file(path, std::ios::binary);
   MINIDET_CHECK(file.good(), what, ": cannot open ", path);
   try {

@@ -2,12 +2,12 @@
 // the reader walk, so the key list cannot drift between them (the pattern of detector_config.cpp).
 #include "examples/minidet/run_config.h"
 
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_checks.h"
 #include "core/factories.h"
 
 namespace minidet::cli {
@@ -172,9 +172,7 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
 }
 
 RunConfig RunConfig::load(const std::string& path) {
-  // A directory opens as an ifstream and only fails (std::ios_base::failure) on the first read.
-  MINIDET_CHECK(!std::filesystem::exists(path) || std::filesystem::is_regular_file(path), "config '", path,
-                "' is not a file");
+  check_not_a_directory("config", path);
   std::ifstream in(path);
   MINIDET_CHECK(in.good(), "cannot open config '", path, "'");
   std::stringstream text;

@@ -2,7 +2,6 @@
 // Reader walk it, so the reader, the writer and the key list in the header cannot drift apart.
 #include "models/faster_rcnn/detector_config.h"
 
-#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_checks.h"
 #include "models/roi_heads/roi_inputs.h"
 
 namespace minidet::models {
@@ -301,9 +301,7 @@ void DetectorConfig::set(const std::string& assignment) {
 }
 
 DetectorConfig DetectorConfig::load(const std::string& path) {
-  // A directory opens fine as an ifstream and only fails (with a std::ios_base::failure) on the first read.
-  MINIDET_CHECK(!std::filesystem::exists(path) || std::filesystem::is_regular_file(path), "DetectorConfig: '", path,
-                "' is not a file");
+  check_not_a_directory("DetectorConfig", path);
   std::ifstream in(path);
   MINIDET_CHECK(in.good(), "DetectorConfig: cannot open '", path, "'");
   std::stringstream text;

@@ -1,5 +1,4 @@
 // Reading and writing the checkpoint file format (docs/checkpoint-format.md).
-#include <filesystem>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <set>
 
 #include "core/factories.h"
+#include "core/file_checks.h"
 #include "nn/checkpoint/checkpoint.h"
 
 namespace minidet::nn {
@@ -120,9 +120,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
-  // A directory opens fine as an ifstream and only fails (with a std::ios_base::failure) on the first read.
-  MINIDET_CHECK(!std::filesystem::exists(path) || std::filesystem::is_regular_file(path), "load_checkpoint: ", path,
-                " is not a file");
+  check_not_a_directory("load_checkpoint", path);
   std::ifstream in(path, std::ios::binary);
   MINIDET_CHECK(in.good(), "load_checkpoint: cannot open ", path);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -17,26 +17,12 @@
 #include "nn/checkpoint/checkpoint.h"
 #include "nn/nn.h"
 #include "tests/data/temp_dir.h"
+#include "tests/errors/bad_call.h"
 #include "tests/support.h"
 
 using namespace minidet;
 
-namespace {
-
-struct BadCall {
-  std::string fragment;  // what the message must contain
-  std::string what;
-  std::function<void()> call;
-};
-
-void check_rows(const std::vector<BadCall>& rows) {
-  for (const BadCall& row : rows) {
-    CAPTURE(row.what);
-    CHECK_THROWS_CONTAINING(row.call(), row.fragment);
-  }
-}
-
-}  // namespace
+using test::BadCall;
 
 TEST_CASE("errors/module_table: layers refuse bad sizes and bad inputs") {
   const std::vector<BadCall> rows = {
@@ -57,7 +43,7 @@ TEST_CASE("errors/module_table: layers refuse bad sizes and bad inputs") {
       {"flatten", "start dim after end dim", [] { nn::Flatten(2, 1).forward(rand({2, 3, 4})); }},
       {"Sequential", "a null layer", [] { nn::Sequential({nullptr}); }},
   };
-  check_rows(rows);
+  test::check_bad_calls(rows);
 }
 
 TEST_CASE("errors/module_table: optimizers, schedules and gradient clipping") {
@@ -88,7 +74,7 @@ TEST_CASE("errors/module_table: optimizers, schedules and gradient clipping") {
        }},
       {"clip_grad_norm_", "a negative max norm", [&] { nn::clip_grad_norm_(params(), -1.0); }},
   };
-  check_rows(rows);
+  test::check_bad_calls(rows);
 }
 
 TEST_CASE("errors/module_table: checkpoints that do not fit the model change nothing") {
@@ -137,6 +123,6 @@ TEST_CASE("errors/module_table: datasets, the loader, transforms and image files
       {"read_image", "a text file", [&] { data::read_image(dir.write("not_an_image.png", "hello")); }},
       {"write_png", "an empty image", [&] { data::write_png(data::Image(), dir.file("empty.png")); }},
   };
-  check_rows(rows);
+  test::check_bad_calls(rows);
   CHECK_THROWS_CONTAINING(models::DetectorConfig::load(dir.path()), "is not a file");
 }

@@ -34,17 +34,14 @@
 #include "ops/shape/shape.h"
 #include "ops/softmax/softmax.h"
 #include "ops/sort/sort.h"
+#include "tests/errors/bad_call.h"
 #include "tests/support.h"
 
 using namespace minidet;
 
 namespace {
 
-struct BadCall {
-  std::string op;  // what the message must name
-  std::string what;
-  std::function<void()> call;
-};
+using test::BadCall;  // here the fragment is the op's name
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
@@ -255,14 +252,6 @@ std::vector<BadCall> detection_rows() {
   return rows;
 }
 
-void check_rows(const std::vector<BadCall>& rows) {
-  for (const BadCall& row : rows) {
-    CAPTURE(row.op);
-    CAPTURE(row.what);
-    CHECK_THROWS_CONTAINING(row.call(), row.op);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("errors/op_table: every public op refuses bad inputs with an error that names it") {
@@ -272,11 +261,11 @@ TEST_CASE("errors/op_table: every public op refuses bad inputs with an error tha
   MESSAGE(total << " bad calls: " << unary.size() << " unary/reduction, " << binary.size() << " binary, "
                 << indexing.size() << " indexing/shape, " << cnn.size() << " CNN, " << detection.size()
                 << " detection");
-  check_rows(unary);
-  check_rows(binary);
-  check_rows(indexing);
-  check_rows(cnn);
-  check_rows(detection);
+  test::check_bad_calls(unary);
+  test::check_bad_calls(binary);
+  test::check_bad_calls(indexing);
+  test::check_bad_calls(cnn);
+  test::check_bad_calls(detection);
   CHECK(total >= 150);
 }
 
