@@ -1,13 +1,14 @@
 // `minidet train`: the training loop of examples/train_detector.cpp grown into a run that can be watched,
-// interrupted and continued. Per step: the next batch (random flips), forward_train's four losses, one copy
-// of their values to the host (the progress line and the non-finite check need them), backward, AdamW,
-// the warm-up + cosine schedule. Every eval_every steps and at the end: the held-out evaluation, the plots,
+// interrupted and continued. Per step: the next batch (random flips), forward_train's four losses, recorded
+// in a LossWatch (on the GPU they stay there until a logged step reads them all in one copy), backward,
+// AdamW, the warm-up + cosine schedule. Every eval_every steps and at the end: the held-out evaluation, the plots,
 // the detection pictures and the checkpoints.
 //
 // Exact resume: a checkpoint holds the weights, BatchNorm's statistics, AdamW's moments, the schedule's
 // step, the samplers' generator and (step, epoch). The loader's order and flips are functions of
 // (seed, epoch, index), so restarting epoch `epoch` and skipping the batches already trained on gives the
 // very batches the uninterrupted run would have seen; on the CPU the losses match bit for bit.
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "data/loader/loader.h"
 #include "examples/minidet/commands.h"
 #include "examples/minidet/evaluation.h"
+#include "examples/minidet/loss_watch.h"
 #include "examples/minidet/metrics.h"
 #include "examples/minidet/progress.h"
 #include "examples/minidet/train_setup.h"
@@ -193,6 +195,11 @@ int run_train(const TrainArgs& args) {
   const auto start = Clock::now();
   auto window_start = start;
   int64_t window_images = 0, step = first - 1;
+  // The host reads the losses at every step where it needs them (see loss_watch.h); on the CPU and in
+  // anomaly mode that is every step, so a non-finite loss stops the run before its optimizer step.
+  LossWatch watch(s.log_every + 1, run.device);
+  const bool look_every_step = !run.device.is_cuda() || args.detect_anomaly;
+  std::array<double, 5> shown{};  // the last values read, for the progress line between logged steps
   while (step < s.steps) {
     ++step;
     const data::Batch batch = next_batch(*run.loader);
@@ -200,9 +207,17 @@ int run_train(const TrainArgs& args) {
     const Tensor total = models::FasterRCNN::total_loss(losses);
     std::vector<Tensor> parts{total};
     for (const char* name : kLossNames) parts.push_back(losses.at(name).detach());
-    // One device-to-host copy per step: the non-finite check and the progress line need the values.
-    const std::vector<double> values = stack(parts).detach().to(Device::cpu()).to(kFloat64).to_vector<double>();
-    if (!std::isfinite(values[0])) fail_non_finite(step, values, total, args.detect_anomaly);
+    watch.record(step, stack(parts).detach());
+    const bool logged = step % s.log_every == 0 || step == s.steps || step == 1;
+    const bool evaluating = step == s.steps || (s.eval_every > 0 && step % s.eval_every == 0);
+    const bool stopping = g_interrupted || (args.stop_after > 0 && step >= args.stop_after);
+    if (look_every_step || logged || evaluating || stopping) {
+      for (const LossRow& row : watch.take()) {
+        const std::vector<double> values(row.values.begin(), row.values.end());
+        if (!std::isfinite(values[0])) fail_non_finite(row.step, values, total, args.detect_anomaly && row.step == step);
+        shown = row.values;
+      }
+    }
     const double lr = run.scheduler->lr();  // the rate this step uses; step() below sets the next one
     run.optimizer->zero_grad();
     total.backward();
@@ -212,20 +227,18 @@ int run_train(const TrainArgs& args) {
     window_images += batch.size();
     const auto now = Clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
-    TrainRecord record{step, values[0], {values[1], values[2], values[3], values[4]}, lr,
+    TrainRecord record{step, shown[0], {shown[1], shown[2], shown[3], shown[4]}, lr,
                        window_images / std::max(1e-9, std::chrono::duration<double>(now - window_start).count()),
                        elapsed, (s.steps - step) * elapsed / (step - first + 1)};
-    const bool logged = step % s.log_every == 0 || step == s.steps || step == 1;
     progress.step(record, logged);
     if (logged) {
       metrics.add_train(record);
       window_start = now;
       window_images = 0;
     }
-    if (step == s.steps || (s.eval_every > 0 && step % s.eval_every == 0)) evaluate_and_save(run, step, metrics, progress);
+    if (evaluating) evaluate_and_save(run, step, metrics, progress);
 
-    const bool stop = g_interrupted || (args.stop_after > 0 && step >= args.stop_after);
-    if (stop && step < s.steps) {
+    if (stopping && step < s.steps) {
       run.save("last.ckpt", step);
       progress.print(std::string(g_interrupted ? "interrupted" : "stopped (--stop-after)") + " after step " +
                      std::to_string(step) + "; saved " + run.path("last.ckpt") +
