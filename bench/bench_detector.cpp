@@ -299,6 +299,7 @@ int time_to_accuracy(const bench::Args& args, const AccuracyOptions& o) {
               "steps, target %.3f ==\n",
               device_name.c_str(), static_cast<long long>(s.steps), static_cast<long long>(s.batch),
               static_cast<long long>(test.size()), static_cast<long long>(o.eval_every), o.target);
+  std::fflush(stdout);
   double train_seconds = 0, eval_seconds = 0, best = -1, best_seconds = 0;
   int64_t best_step = 0, step = 0;
   auto segment_start = Clock::now();
