@@ -55,7 +55,7 @@ def print_counts(minidet_rows, rows):
     fields = [f for f in COUNT_FIELDS if any(f in r and f in m for r, m in pairs)]
     if not fields:
         return
-    print("\n== counts per run, minidet / PyTorch (null: not measured) ==")
+    print("\n== counts per run, minidet / PyTorch (n/a: not measured) ==")
     print(f"{'bench':<16} {'shape':<34} {'pass':<8} " + " ".join(f"{f:>22}" for f in fields))
     for r, m in pairs:
         cells = []
@@ -63,7 +63,7 @@ def print_counts(minidet_rows, rows):
             mine, theirs = m.get(f), r.get(f)
             if f == "peak_bytes":
                 mine, theirs = [None if v is None else round(v / 2**20, 1) for v in (mine, theirs)]
-            cells.append(f"{str(mine) + ' / ' + str(theirs):>22}")
+            cells.append(f"{'n/a' if mine is None else mine} / {'n/a' if theirs is None else theirs}".rjust(22))
         print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<8} " + " ".join(cells))
 
 
