@@ -32,8 +32,7 @@ class LaunchCounter {
   static constexpr bool available() { return true; }
 
   LaunchCounter() {
-    ok_ = check(cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&LaunchCounter::on_api), this),
-                "cuptiSubscribe");
+    ok_ = check(cuptiSubscribe(&subscriber_, &LaunchCounter::on_api, this), "cuptiSubscribe");
     if (!ok_) return;
     ok_ = check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API), "cuptiEnableDomain(runtime)") &&
           check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API), "cuptiEnableDomain(driver)");
