@@ -321,7 +321,11 @@ int time_to_accuracy(const bench::Args& args, const AccuracyOptions& o) {
     std::printf("step %4lld  mAP@0.5 %.4f  training %.2f s  evaluation %.2f s\n", static_cast<long long>(step), map50,
                 train_seconds, eval_seconds);
     std::fflush(stdout);
-    if (map50 > best) best = map50, best_seconds = train_seconds, best_step = step;
+    if (map50 > best) {
+      best = map50;
+      best_seconds = train_seconds;
+      best_step = step;
+    }
     if (map50 >= o.target) break;
   }
   const bool reached = best >= o.target;
