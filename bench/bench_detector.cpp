@@ -6,14 +6,16 @@
 //   bench_detector --time-to-accuracy [--target 0.95] [--eval-every 50] [--steps N] [--json PATH]
 //
 // train  one step as examples/minidet/train.cpp makes it: forward_train on a loader's CPU batch (which moves
-//        the images and targets to the device), total_loss, the one copy of the five loss values to the host
-//        (the loop's progress line and non-finite check), zero_grad, backward, AdamW step, scheduler step.
+//        the images and targets to the device), total_loss, the five loss values recorded in the loop's
+//        LossWatch (examples/minidet/loss_watch.h: on the GPU they reach the host in one copy every
+//        log_every = 20 steps, on the CPU every step), zero_grad, backward, AdamW step, scheduler step.
 //        The batches come from the same loader (seed, flips) and are built before timing: the loop builds
 //        them on a background thread while the GPU trains, so their cost is not the step's.
 // infer  forward_infer on one batch in eval mode (BatchNorm's running statistics), as the evaluation does.
 //
-// GPU: batch 8 and 16 (--batches), CUDA events around each step, the median after 10 warm-up steps. Then,
-// separately (the counting would perturb the timing), over 5 more steps and per step: kernel launches (CUPTI
+// GPU: batch 8 and 16 (--batches), CUDA events around each step, the median after 10 warm-up steps (so the
+// median step is one without the LossWatch's read). Then, separately (the counting would perturb the
+// timing), over 20 more steps (one log_every window, so one read) and per step: kernel launches (CUPTI
 // callbacks, bench/launch_counter.h; "n/a" without CUPTI), device-to-host and host-to-device copies
 // (core/transfer_counts.h: each one is a host synchronisation, see there), cudaMalloc calls of the caching
 // allocator (0 in a steady state) and the peak of allocated device memory over those steps (weights, AdamW's
@@ -49,6 +51,8 @@
 #include "data/loader/loader.h"
 #include "data/shapes/shapes_dataset.h"
 #include "data/transforms/transforms.h"
+#include "examples/minidet/loss_watch.h"
+#include "examples/minidet/metrics.h"
 #include "examples/minidet/run_config.h"
 #include "models/faster_rcnn/faster_rcnn.h"
 #include "nn/optim/adam.h"
@@ -66,8 +70,7 @@ namespace {
 constexpr int kCpuThreads = 2;
 constexpr int64_t kCpuBatch = 8;
 constexpr int64_t kHeldBatches = 4;  // distinct batches cycled through by the timed steps
-constexpr int kCountedSteps = 5;
-const char* const kLossNames[] = {"loss_objectness", "loss_rpn_box_reg", "loss_classifier", "loss_box_reg"};
+const int kCountedSteps = static_cast<int>(cli::Schedule{}.log_every);  // one LossWatch read per window
 
 // The synthetic shapes as `minidet train` opens them by default (examples/minidet/datasets.cpp).
 data::ShapesOptions shapes_options() {
@@ -96,12 +99,16 @@ std::string shape_of(int64_t batch) {
 
 // What `minidet train` builds (examples/minidet/train.cpp, build()) and what it does per step.
 struct Trainer {
+  cli::Schedule schedule;
   std::unique_ptr<Generator> generator;
   std::unique_ptr<models::FasterRCNN> model;
   std::unique_ptr<nn::Adam> optimizer;
   std::unique_ptr<nn::WarmupCosineLR> scheduler;
+  std::unique_ptr<cli::LossWatch> watch;
+  bool look_every_step;  // the CPU reads the losses at every step (free there), the GPU at logged steps
+  int64_t steps_done = 0;
 
-  Trainer(const Device& device, const cli::Schedule& s) {
+  Trainer(const Device& device, const cli::Schedule& s) : schedule(s), look_every_step(!device.is_cuda()) {
     generator = std::make_unique<Generator>(s.seed);
     model = std::make_unique<models::FasterRCNN>(models::DetectorConfig{}, generator.get());
     model->to(device);  // before the optimizer, which keeps the parameters it is given
@@ -109,21 +116,29 @@ struct Trainer {
                                            nn::AdamOptions{0.9, 0.999, 1e-8, true});
     scheduler = std::make_unique<nn::WarmupCosineLR>(*optimizer, s.steps, s.min_lr_factor,
                                                      std::min(s.warmup, s.steps / 5));
+    watch = std::make_unique<cli::LossWatch>(s.log_every + 1, device);
   }
 
-  // One step; returns the total loss.
-  double step(const data::Batch& batch) {
+  void step(const data::Batch& batch) {
+    ++steps_done;
     const models::Losses losses = model->forward_train(batch, generator.get());
     const Tensor total = models::FasterRCNN::total_loss(losses);
     std::vector<Tensor> parts{total};
-    for (const char* name : kLossNames) parts.push_back(losses.at(name).detach());
-    const std::vector<double> values = stack(parts).detach().to(Device::cpu()).to(kFloat64).to_vector<double>();
-    MINIDET_CHECK(std::isfinite(values[0]), "bench_detector: the loss is not finite (", values[0], ")");
+    for (const char* name : cli::kLossNames) parts.push_back(losses.at(name).detach());
+    watch->record(steps_done, stack(parts).detach());
+    const bool logged = steps_done % schedule.log_every == 0 || steps_done == schedule.steps || steps_done == 1;
+    if (look_every_step || logged) read_losses();
     optimizer->zero_grad();
     total.backward();
     optimizer->step();
     scheduler->step();
-    return values[0];
+  }
+
+  // The loop's read of the watched losses (also before every evaluation); a non-finite one stops the run.
+  void read_losses() {
+    for (const cli::LossRow& row : watch->take())
+      MINIDET_CHECK(std::isfinite(row.values[0]), "bench_detector: the loss of step ", row.step, " is not finite (",
+                    row.values[0], ")");
   }
 };
 
@@ -312,6 +327,7 @@ int time_to_accuracy(const bench::Args& args, const AccuracyOptions& o) {
     }
     trainer.step(*batch);
     if (step % o.eval_every != 0 && step != s.steps) continue;
+    trainer.read_losses();  // the loop reads the watch before it evaluates
     if (gpu) cuda::synchronize();  // the step's last kernels belong to the training clock
     const auto eval_start = Clock::now();
     train_seconds += std::chrono::duration<double>(eval_start - segment_start).count();

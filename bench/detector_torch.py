@@ -22,11 +22,12 @@ The model is minidet's DetectorConfig defaults rebuilt from torchvision parts:
              minidet's warm-up + cosine schedule (LambdaLR with the same factor), 500 steps of 8 images,
              random horizontal flips (p 0.5), seed 0.
 One step ("train") is what minidet's training loop does: move a CPU batch to the GPU (images in one copy, then
-boxes and labels per image), forward in training mode, sum the four losses, copy the total and the four
-losses to the host in one tensor (the loop's progress line and non-finite check), zero_grad, backward,
-AdamW step, scheduler step. "infer" is one forward in eval mode under no_grad on a moved batch. Batches: 8 and
+boxes and labels per image), forward in training mode, sum the four losses, record the total and the four
+losses in a small device table that reaches the host in one copy every 20 steps (the loop's LossWatch,
+examples/minidet/loss_watch.h: the progress line and the non-finite check), zero_grad, backward, AdamW step,
+scheduler step. "infer" is one forward in eval mode under no_grad on a moved batch. Batches: 8 and
 16 images, four distinct batches cycled. Each timed with CUDA events (10 warm-up runs, median of --reps); then,
-over 5 more runs under torch.profiler, per run: CUDA kernels (kernel events), host-to-device and
+over 20 more runs (one loss read) under torch.profiler, per run: CUDA kernels (kernel events), host-to-device and
 device-to-host copies (Memcpy events), host synchronisations (cudaStreamSynchronize and cudaEventSynchronize
 calls: a .cpu(), .item() or nonzero waits with one), cudaMalloc calls of the caching allocator
 (segment.all.allocated) and the peak of torch.cuda.max_memory_allocated over those runs.
@@ -60,7 +61,8 @@ from detector_data import IMAGE_SIZE, NUM_CLASSES, batches, collate, make_shapes
 TRAIN_IMAGES, TEST_IMAGES = 2000, 200
 BATCHES = (8, 16)
 HELD_BATCHES = 4
-COUNTED_RUNS = 5
+LOG_EVERY = 20  # examples/minidet/run_config.h, Schedule::log_every: how often the loop reads the losses
+COUNTED_RUNS = LOG_EVERY
 LOSS_NAMES = ("loss_objectness", "loss_rpn_box_reg", "loss_classifier", "loss_box_reg")
 # examples/minidet/run_config.h, Schedule
 STEPS, BATCH, LR, WEIGHT_DECAY, WARMUP, MIN_LR_FACTOR, SEED = 500, 8, 3e-3, 1e-4, 100, 0.01, 0
@@ -157,7 +159,9 @@ def lr_factor(step, steps):
 class Trainer:
     def __init__(self, torch, steps=STEPS):
         torch.manual_seed(SEED)
-        self.torch = torch
+        self.torch, self.steps, self.steps_done = torch, steps, 0
+        self.watch = torch.zeros(LOG_EVERY + 1, 5, dtype=torch.float64, device="cuda")  # the loop's LossWatch
+        self.watched_steps = []
         self.model = build_model(torch)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8,
                                            weight_decay=WEIGHT_DECAY)
@@ -165,6 +169,7 @@ class Trainer:
 
     def step(self, batch):
         torch = self.torch
+        self.steps_done += 1
         images, boxes, labels = batch
         images = images.to("cuda")
         targets = [{"boxes": b.to("cuda"), "labels": l.to("cuda")} for b, l in zip(boxes, labels)]
@@ -173,14 +178,25 @@ class Trainer:
         if missing:
             raise RuntimeError(f"torchvision's FasterRCNN returned no {missing} (got {sorted(losses)})")
         total = sum(losses[name] for name in LOSS_NAMES)
-        values = torch.stack([total.detach()] + [losses[name].detach() for name in LOSS_NAMES]).cpu()
-        if not math.isfinite(values[0].item()):
-            raise RuntimeError(f"the loss is not finite: {dict(zip(('total',) + LOSS_NAMES, values.tolist()))}")
+        parts = torch.stack([total.detach()] + [losses[name].detach() for name in LOSS_NAMES])
+        self.watch[len(self.watched_steps)].copy_(parts)  # on the device, no sync
+        self.watched_steps.append(self.steps_done)
+        if self.steps_done % LOG_EVERY == 0 or self.steps_done in (1, self.steps):
+            self.read_losses()
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
         self.optimizer.step()
         self.scheduler.step()
-        return values[0].item()
+
+    def read_losses(self):
+        """The loop's read of the watched losses: one device-to-host copy; a non-finite loss stops the run."""
+        if not self.watched_steps:
+            return
+        rows = self.watch[:len(self.watched_steps)].cpu().tolist()
+        for step, row in zip(self.watched_steps, rows):
+            if not math.isfinite(row[0]):
+                raise RuntimeError(f"the loss of step {step} is not finite: {dict(zip(('total',) + LOSS_NAMES, row))}")
+        self.watched_steps = []
 
     def infer(self, images):
         with self.torch.no_grad():
@@ -304,6 +320,7 @@ def time_to_accuracy(torch, args, device_name):
         trainer.step(next(loader))
         if step % args.eval_every and step != steps:
             continue
+        trainer.read_losses()  # the loop reads the losses before it evaluates
         torch.cuda.synchronize()  # the step's last kernels belong to the training clock
         eval_start = time.perf_counter()
         train_seconds += eval_start - segment_start
