@@ -9,6 +9,8 @@
 #   demo      examples/train_mlp on the GPU
 #   train     minidet train on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
 #   bench     the benchmarks and their PyTorch twins
+#   tta       time to accuracy of the detector, minidet and torchvision (bench_detector and
+#             bench/detector_torch.py --time-to-accuracy; minutes each, so not in `all`; TTA_ARGS for both)
 #   asan      the whole CPU suite under AddressSanitizer + UBSan (scripts/asan.sh's build, on 16 cores)
 #   longrun   the long-run health tests for LONG_RUN_STEPS steps (default 300), CPU and CUDA
 #   tests     = ctest,sanitize,demo          all = tests,train,bench
@@ -17,6 +19,7 @@
 #   bash scripts/gpu-check.sh ctest,train
 #   TOOLS=memcheck FILTER="cuda/nms*" bash scripts/gpu-check.sh sanitize   # one sanitizer, some cases
 #   BENCH=nms bash scripts/gpu-check.sh bench                              # one benchmark and its twin
+#   TTA_ARGS="--target 0.9 --eval-every 25" bash scripts/gpu-check.sh tta
 #   TRAIN_SWEEP="--set schedule.lr=1e-3|--set schedule.lr=2e-3" bash scripts/gpu-check.sh train
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -164,5 +167,19 @@ if wants bench; then
         tee -a "$summary"
     fi
   done
+fi
+if wants tta; then
+  # Both detectors train from scratch with minidet's default schedule and are evaluated on the held-out
+  # shapes every --eval-every steps; the training clock stops during evaluations. Output: $OUT/tta.jsonl.
+  note "== time to accuracy (bench_detector and bench/detector_torch.py --time-to-accuracy ${TTA_ARGS:-})"
+  mkdir -p /tmp/minidet-bench
+  rm -f /tmp/minidet-bench/tta.jsonl
+  # shellcheck disable=SC2086
+  build/gpu/bench/bench_detector --time-to-accuracy ${TTA_ARGS:-} --json /tmp/minidet-bench/tta.jsonl 2>&1 |
+    tee -a "$summary"
+  cp /tmp/minidet-bench/tta.jsonl "$OUT/tta.jsonl" 2>/dev/null
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 python3 bench/detector_torch.py --time-to-accuracy ${TTA_ARGS:-} \
+    --minidet-json /tmp/minidet-bench/tta.jsonl 2>&1 | tee -a "$summary"
 fi
 note "== done"
