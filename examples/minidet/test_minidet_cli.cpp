@@ -176,6 +176,21 @@ TEST_CASE("errors/minidet: bad arguments, files and data give one clear line and
       {"detect --checkpoint run missing.png --out found", "no image file 'missing.png'"},
       {"detect --checkpoint run", "IMAGES is required (see minidet --help)"},
       {"", "A subcommand is required (see minidet --help)"},
+      {"train --threads -1", "--threads: must be >= 0, got -1 (see minidet --help)"},
+      {"train --stop-after x", "Could not convert: --stop-after = x (see minidet --help)"},
+      {"eval --checkpoint run --batch -1", "--batch: must be >= 0, got -1 (see minidet --help)"},
+      {"train --set schedule.lr=abc", "config: schedule.lr must be a number, got \"abc\""},
+      {"train --config tiny.json --set detector.num_classes=0 --out zero_classes",
+       "config: detector: DetectorConfig: num_classes must be at least 1, got 0"},
+      {"train --config tiny.json --set schedule.batch=100 --out big_batch",
+       "the training data has 6 images, fewer than one batch of 100"},
+      {"train --resume run --config tiny.json", "--resume continues a run with its own config; leave out --config"},
+      {"train --resume run --out other", "--resume continues in its own run folder 'run'; leave out --out"},
+      {"train --resume missing", "no checkpoint or run folder 'missing'"},
+      {"detect --checkpoint run tiny.json --out found",
+       "read_image: tiny.json is neither a PNG nor a JPEG file (by its first bytes)"},
+      {"detect --checkpoint run a.png --out found --score-threshold 2",
+       "--score-threshold: Value 2 not in range 0.000000 to 1.000000 (see minidet --help)"},
   };
   for (const auto& [arguments, message] : cases) {
     CAPTURE(arguments);
