@@ -9,11 +9,12 @@
 // (seed, epoch, index), so restarting epoch `epoch` and skipping the batches already trained on gives the
 // very batches the uninterrupted run would have seen; on the CPU the losses match bit for bit.
 //
-// Crash safety (kill -9, power loss): every file of the run folder is written to "<name>.tmp" and renamed
-// over <name> (core/file_write.h), so a checkpoint is always complete. A fresh run saves last.ckpt at
-// step 0 before its first step, so from then on `--resume` always has a checkpoint to continue from; the
-// resumed run drops the metrics lines after the checkpoint's step and trains them again, to the same bits.
-// A run killed before that first save has no last.ckpt and is started again with its original command.
+// Crash safety (kill -9, power loss): checkpoints, config.json and the rewrite of metrics.jsonl on resume
+// go to "<name>.tmp", renamed over <name> (core/file_write.h), so a checkpoint is always complete. A fresh
+// run saves last.ckpt at step 0 before its first step, so from then on `--resume` always has a checkpoint
+// to continue from; the resumed run drops the metrics lines after the checkpoint's step and trains those
+// steps again, to the same bits. A run killed before that first save has no last.ckpt and is started again
+// with its original command.
 #include <chrono>
 #include <csignal>
 #include <cmath>

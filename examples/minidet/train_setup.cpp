@@ -38,12 +38,13 @@ void write_config(const RunConfig& config, const std::string& folder) {
   write_file_atomically("", folder + "/config.json", config.to_json() + "\n");
 }
 
-// A process killed while writing a file leaves "<name>.tmp" (core/file_write.h). Nothing reads it, so a
-// resumed run removes it; a folder that refuses (read-only) keeps it, and the write that follows reports why.
+// A process killed while writing a file leaves "<name>.tmp" (core/file_write.h). Nothing reads it, so the
+// next run in the folder removes it: only the run's own names, since --out may be a folder that holds
+// other files. A folder that refuses (read-only) keeps it, and the write that follows reports why.
 void remove_stale_temp_files(const std::string& folder) {
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(folder, ec))
-    if (entry.path().extension() == ".tmp") fs::remove(entry.path(), ec);
+  for (const char* name : {"last.ckpt.tmp", "best.ckpt.tmp", "config.json.tmp", "metrics.jsonl.tmp"})
+    fs::remove(fs::path(folder) / name, ec);
 }
 
 // The checkpoint's config with the --set overrides; anything but the schedule must stay as trained.
@@ -93,7 +94,7 @@ TrainSetup prepare_training(const TrainArgs& args) {
   std::error_code ec;
   fs::create_directories(setup.folder, ec);
   MINIDET_CHECK(!ec, "cannot create run folder ", setup.folder, ": ", ec.message());
-  if (setup.resume) remove_stale_temp_files(setup.folder);
+  remove_stale_temp_files(setup.folder);
   write_config(setup.config, setup.folder);
   return setup;
 }
