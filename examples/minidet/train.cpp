@@ -8,12 +8,22 @@
 // step, the samplers' generator and (step, epoch). The loader's order and flips are functions of
 // (seed, epoch, index), so restarting epoch `epoch` and skipping the batches already trained on gives the
 // very batches the uninterrupted run would have seen; on the CPU the losses match bit for bit.
+//
+// Crash safety (kill -9, power loss): checkpoints, config.json and the rewrite of metrics.jsonl on resume
+// go to "<name>.tmp", renamed over <name> (core/file_write.h), so a checkpoint is always complete. A fresh
+// run saves last.ckpt at step 0 before its first step, so from then on `--resume` always has a checkpoint
+// to continue from; the resumed run drops the metrics lines after the checkpoint's step and trains those
+// steps again, to the same bits. A run killed before that first save has no last.ckpt and is started again
+// with its original command.
 #include <array>
 #include <chrono>
 #include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <thread>
 
 #include "autograd/anomaly.h"
 #include "core/error.h"
@@ -57,12 +67,17 @@ struct Run {
   const Schedule& schedule() const { return setup.config.schedule; }
   std::string path(const std::string& name) const { return setup.folder + "/" + name; }
 
+  // MINIDET_TEST_PAUSE_IN_CHECKPOINT_WRITE=ms is a test-only hook (test_minidet_crash.cpp): it sleeps
+  // between writing "<name>.tmp" and renaming it, so a test can kill the run in the middle of a save.
   void save(const std::string& name, int64_t step) const {
     nn::Checkpoint checkpoint =
         nn::capture_training_state(*model, optimizer.get(), scheduler.get(), generator.get(), {step, loader->epoch()});
     checkpoint.put(kConfigEntry, setup.config.to_tensor());
     checkpoint.put(kBestMapEntry, from_vector<double>({best_map50}));
-    nn::save_checkpoint(path(name), checkpoint);
+    std::function<void()> pause;
+    if (const char* ms = std::getenv("MINIDET_TEST_PAUSE_IN_CHECKPOINT_WRITE"))
+      pause = [ms = std::atoi(ms)] { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
+    nn::save_checkpoint(path(name), checkpoint, pause);
   }
 };
 
@@ -178,11 +193,12 @@ int run_train(const TrainArgs& args) {
   const int64_t first = run.setup.resume ? restore(run) + 1 : 1;
   const Schedule& s = run.schedule();
   MetricsLog metrics(run.path("metrics.jsonl"), first - 1);
+  if (!run.setup.resume) run.save("last.ckpt", 0);  // from here on, --resume always works (see the top)
   std::printf("minidet train: FasterRCNN with %lld parameters on %s; %lld training and %lld validation images; "
               "%s steps %lld..%lld of %lld images\n",
               static_cast<long long>(run.model->num_parameters()), run.device.is_cuda() ? "the GPU" : "the CPU",
               static_cast<long long>(run.setup.data.train->size()), static_cast<long long>(run.setup.data.val->size()),
-              first > 1 ? "resuming," : "training", static_cast<long long>(first), static_cast<long long>(s.steps),
+              run.setup.resume ? "resuming," : "training", static_cast<long long>(first), static_cast<long long>(s.steps),
               static_cast<long long>(s.batch));
   std::printf("run folder %s\n", run.setup.folder.c_str());
   std::fflush(stdout);
