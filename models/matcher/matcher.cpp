@@ -5,6 +5,7 @@
 #include "core/factories.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/compare.h"
+#include "ops/elementwise/shared_scalar.h"
 #include "ops/indexing/where.h"
 #include "ops/reduction/reduction.h"
 
@@ -38,13 +39,13 @@ MatchResult Matcher::operator()(const Tensor& quality_in) const {
 
   // Each prediction's best ground truth (first on ties) and its quality.
   const ValuesIndices best = max(quality, -2);
-  const Tensor positive = full({}, static_cast<double>(kPositive), index_options);
-  const Tensor negative = full({}, static_cast<double>(kNegative), index_options);
-  const Tensor ignored = full({}, static_cast<double>(kIgnored), index_options);
+  const Tensor positive = shared_scalar(static_cast<double>(kPositive), index_options);
+  const Tensor negative = shared_scalar(static_cast<double>(kNegative), index_options);
+  const Tensor ignored = shared_scalar(static_cast<double>(kIgnored), index_options);
   // The thresholds in Q's dtype, as PyTorch compares a float32 tensor with a Python float: a float32 IoU
   // equal to 0.7f counts as >= 0.7. ge, not lt, so that NaN (every comparison false) is background.
-  const Tensor high = full({}, high_threshold_, quality.options());
-  const Tensor low = full({}, low_threshold_, quality.options());
+  const Tensor high = shared_scalar(high_threshold_, quality.options());
+  const Tensor low = shared_scalar(low_threshold_, quality.options());
   Tensor labels = where(ge(best.values, high), positive, where(ge(best.values, low), ignored, negative));
 
   if (allow_low_quality_matches_) {

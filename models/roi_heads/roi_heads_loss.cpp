@@ -4,6 +4,7 @@
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
+#include "ops/elementwise/shared_scalar.h"
 #include "ops/elementwise/unary.h"
 #include "ops/indexing/where.h"
 #include "ops/loss/pointwise_loss.h"
@@ -47,7 +48,7 @@ std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const Ro
     positive = where(sample.valid, ge(sample.labels, 1.0), sample.valid);                  // valid and label >= 1
     count = clamp_min(sum(sample.valid.to(logits.dtype())), 1.0);  // S on the device (>= 1: no 0 / 0)
   }
-  const Tensor zero = zeros({}, logits.options());
+  const Tensor zero = shared_scalar(0.0, logits.options());
 
   // Cross-entropy: -log p[label] picked by the one-hot (exact: a single non-zero term per row). Padding rows
   // are replaced by 0 with where, so they add nothing and get no gradient.

@@ -14,6 +14,7 @@
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
+#include "ops/elementwise/shared_scalar.h"
 #include "ops/elementwise/unary.h"
 #include "ops/indexing/where.h"
 #include "ops/matmul/matmul.h"
@@ -55,11 +56,11 @@ Candidates match_candidates(const Tensor& proposals, const Tensor& gt_boxes, con
   c.matched_boxes = c.boxes;
   if (num_gt > 0) {
     const Tensor matched_one_hot = eq(match.matches.unsqueeze(1), narrow(positions, 0, 0, num_gt).unsqueeze(0));
-    matched_class = sum(where(matched_one_hot, gt_labels.unsqueeze(0), zeros({}, index_options)), {1});
+    matched_class = sum(where(matched_one_hot, gt_labels.unsqueeze(0), shared_scalar(0.0, index_options)), {1});
     c.matched_boxes = mm(matched_one_hot.to(c.boxes.dtype()), gt_boxes);  // (B, M) @ (M, 4), exact
   }
   c.class_labels = where(foreground, matched_class,
-                         where(background, zeros({}, index_options), full({}, -1.0, index_options)));
+                         where(background, shared_scalar(0.0, index_options), shared_scalar(-1.0, index_options)));
   return c;
 }
 
@@ -86,13 +87,13 @@ ImageSample fill_slots(const Candidates& c, const Tensor& sampled, const Tensor&
   const Tensor rows = take_rows(table, first.indices, own_positions);  // (K, 9)
   ImageSample out;
   out.boxes = slice(rows, 1, 0, 4);
-  out.labels = where(valid, select(rows, 1, 8).to(kInt64), zeros({}, index_options));
+  out.labels = where(valid, select(rows, 1, 8).to(kInt64), shared_scalar(0.0, index_options));
   out.valid = valid;
   // Regression targets on foreground rows only; the others encode the box against itself (0) and are then
   // zeroed, so a degenerate unused box cannot leave a NaN behind.
   const Tensor foreground_rows = ge(out.labels, 1.0).unsqueeze(1);
   const Tensor target_boxes = where(foreground_rows, slice(rows, 1, 4, 8), out.boxes);
-  out.targets = where(foreground_rows, coder.encode(target_boxes, out.boxes), zeros({}, c.boxes.options()));
+  out.targets = where(foreground_rows, coder.encode(target_boxes, out.boxes), shared_scalar(0.0, c.boxes.options()));
   return out;
 }
 

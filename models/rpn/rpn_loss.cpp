@@ -8,6 +8,7 @@
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
+#include "ops/elementwise/shared_scalar.h"
 #include "ops/elementwise/unary.h"
 #include "ops/indexing/where.h"
 #include "ops/loss/pointwise_loss.h"
@@ -104,7 +105,7 @@ RPNLosses rpn_loss(const Tensor& objectness, const Tensor& deltas, const Tensor&
   const Tensor objectness_loss = div(binary_cross_entropy_with_logits(objectness, positive, bce), count);
   // Per coordinate smooth L1, kept only on positives (where, so that nothing from the others leaks in).
   const Tensor per_coordinate = smooth_l1_loss(deltas, targets.regression, options.smooth_l1_beta, Reduction::None);
-  const Tensor on_positives = where(sample.positive.unsqueeze(2), per_coordinate, zeros({}, deltas.options()));
+  const Tensor on_positives = where(sample.positive.unsqueeze(2), per_coordinate, shared_scalar(0.0, deltas.options()));
   const Tensor box_loss = div(sum(on_positives), count);
   return {objectness_loss, box_loss};
 }

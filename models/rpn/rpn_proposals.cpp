@@ -26,6 +26,7 @@
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
+#include "ops/elementwise/shared_scalar.h"
 #include "ops/elementwise/unary.h"
 #include "ops/indexing/indexing_kernels.h"
 #include "ops/indexing/where.h"
@@ -122,9 +123,9 @@ std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas
   const Tensor big = ge(minimum(sides.select(2, 0), sides.select(2, 1)), options.min_size);
   const Tensor valid = where(big, ge(scores, options.score_threshold), big);  // big and confident; NaN fails
 
-  const Tensor nms_boxes = where(valid.unsqueeze(2), boxes, zeros({}, box_options));
-  const Tensor nms_scores = where(valid, scores, full({}, -1.0, box_options));  // after every valid row
-  const Tensor groups = where(valid, cat(image_ids, 0), full({}, -1.0, TensorOptions(kInt64, box_options.device)));
+  const Tensor nms_boxes = where(valid.unsqueeze(2), boxes, shared_scalar(0.0, box_options));
+  const Tensor nms_scores = where(valid, scores, shared_scalar(-1.0, box_options));  // after every valid row
+  const Tensor groups = where(valid, cat(image_ids, 0), shared_scalar(-1.0, TensorOptions(kInt64, box_options.device)));
   const ops::detail::NmsMask nms = ops::detail::batched_nms_mask(
       nms_boxes.reshape({images * top, 4}), nms_scores.reshape({images * top}), groups.reshape({images * top}),
       options.nms_threshold);  // no sync: the kept rows as a mask, NMS's status stays on the device

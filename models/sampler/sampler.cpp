@@ -9,6 +9,7 @@
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
+#include "ops/elementwise/shared_scalar.h"
 #include "ops/indexing/where.h"
 #include "ops/reduction/reduction.h"
 
@@ -66,15 +67,15 @@ SampledMasks BalancedPositiveNegativeSampler::operator()(const Tensor& labels, G
   // group 0 positives, 1 negatives, 2 ignored; key = priority + n * group sorts by group, then randomly.
   const TensorOptions index_options(kInt64, labels.device());
   const Tensor pos = positive.reshape({rows, n}), neg = negative.reshape({rows, n});
-  const Tensor group = where(pos, zeros({}, index_options), where(neg, ones({}, index_options),
-                                                                  full({}, 2.0, index_options)));
+  const Tensor group = where(pos, shared_scalar(0.0, index_options), where(neg, shared_scalar(1.0, index_options),
+                                                                  shared_scalar(2.0, index_options)));
   const Tensor key = add(priority, mul(group, static_cast<double>(n)));
   const Tensor order = topk(key, n, -1, /*largest=*/false).indices;  // positions, positives first
   const Tensor rank = topk(order, n, -1, /*largest=*/false).indices;  // rank[i]: where i sits in order
 
   const int64_t quota = positive_quota();
   const Tensor num_positive = sum(pos, {-1}, /*keepdim=*/true);  // P per row, int64 (rows, 1)
-  const Tensor quota_tensor = full({}, static_cast<double>(quota), index_options);
+  const Tensor quota_tensor = shared_scalar(static_cast<double>(quota), index_options);
   const Tensor taken_positive = where(lt(num_positive, quota_tensor), num_positive, quota_tensor);  // p
   // A negative at rank r is the (r - P)-th negative; it is taken while r - P < batch - p.
   const Tensor negative_limit = add(num_positive, sub(static_cast<double>(batch_size_per_image_), taken_positive));
