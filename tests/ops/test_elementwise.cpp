@@ -7,6 +7,7 @@
 #include "core/factories.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
+#include "ops/elementwise/shared_scalar.h"
 #include "ops/elementwise/unary.h"
 #include "tests/support.h"
 
@@ -326,4 +327,24 @@ MINIDET_CUDA_TEST_CASE("cuda/elementwise: NaN in relu maximum and minimum and in
   const Tensor u = from_vector<uint8_t>({0, 200, 255});
   CHECK(gt(u.cuda(), -1.0).cpu().to_vector<bool>() == gt(u, -1.0).to_vector<bool>());
   CHECK(lt(u.cuda(), 199.5).cpu().to_vector<bool>() == lt(u, 199.5).to_vector<bool>());
+}
+
+TEST_CASE("values/shared_scalar: one read-only constant per value dtype and device, and a bounded cache") {
+  const Tensor a = shared_scalar(-1.0, kInt64), b = shared_scalar(-1.0, kInt64);
+  CHECK(a.is_same(b));  // the same tensor, not an equal one
+  CHECK(a.dim() == 0);
+  CHECK(a.item<int64_t>() == -1);
+  CHECK(!a.requires_grad());
+  CHECK(!shared_scalar(-1.0, kFloat32).is_same(a));   // dtype is part of the key
+  CHECK(!shared_scalar(0.0, kFloat32).is_same(shared_scalar(-0.0, kFloat32)));  // so are the value's bits
+  CHECK(std::signbit(shared_scalar(-0.0, kFloat64).item<double>()));
+  // Comparisons with a double use it and still give the right answer.
+  const Tensor x = from_vector<double>({-1, 0, 2});
+  CHECK(eq(x, -1.0).to(kInt64).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0});
+  // Past the cap, values are still right, but no longer kept.
+  for (int i = 0; i < 700; ++i) {
+    const double value = 1000.5 + i;
+    CHECK(shared_scalar(value, kFloat64).item<double>() == value);
+  }
+  CHECK(shared_scalar_count() <= 512);
 }
