@@ -1,0 +1,250 @@
+// See process_group.h. The MPI calls are inside #if MINIDET_WITH_MPI; without MPI each collective is the
+// identity on a group of one.
+#include "dist/process_group.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/cuda/availability.h"
+#include "core/error.h"
+#include "dist/nccl_communicator.h"
+
+#if MINIDET_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace minidet::dist {
+
+namespace {
+
+#if MINIDET_WITH_MPI
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype) {
+    case kFloat32: return MPI_FLOAT;
+    case kFloat64: return MPI_DOUBLE;
+    case kInt64: return MPI_INT64_T;
+    default: MINIDET_FAIL("dist: dtype ", dtype, " cannot be all-reduced (float32, float64, int64)");
+  }
+}
+
+// An MPI_Iallreduce in flight. MPI makes progress on it inside MPI calls (Open MPI has no progress thread
+// for collectives by default), so the overlap on the CPU is partial: the reduction advances during later
+// MPI calls and at wait().
+class MpiWork final : public Work {
+ public:
+  MpiWork(Watchdog& watchdog, std::string what) : watchdog_(watchdog), what_(std::move(what)) {}
+  void wait() override {
+    Watchdog::Scope scope(watchdog_, what_);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+
+ private:
+  Watchdog& watchdog_;
+  std::string what_;
+};
+
+// Launched by mpirun (Open MPI), mpiexec.hydra (MPICH) or a PMIx launcher such as srun? Only then is MPI
+// initialised: a program started on its own stays a plain single process (no singleton MPI start-up).
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+#endif
+
+class DoneWork final : public Work {  // a collective that completed before it was returned
+ public:
+  void wait() override {}
+};
+
+void check_collective_tensor(const Tensor& t, const std::string& what) {
+  MINIDET_CHECK(t.defined() && t.is_contiguous(), "dist: ", what, ": the tensor must be defined and contiguous");
+  MINIDET_CHECK(t.numel() <= INT_MAX, "dist: ", what, ": ", t.numel(), " elements, more than one MPI call takes");
+}
+
+}  // namespace
+
+ProcessGroup& ProcessGroup::world() {
+  static ProcessGroup group;
+  return group;
+}
+
+ProcessGroup::ProcessGroup() {
+  char host[256] = "localhost";
+  gethostname(host, sizeof host - 1);
+  host_ = host;
+#if MINIDET_WITH_MPI
+  if (launched_by_mpi()) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    // MULTIPLE: the watchdog thread may call MPI_Abort while the training thread waits in a collective.
+    int provided = 0;
+    if (!initialized) MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm local;  // the ranks that share this machine's memory: their order picks the GPUs
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &local_rank_);
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
+  }
+#endif
+  set_timeout(600);
+}
+
+ProcessGroup::~ProcessGroup() {
+  watchdog_.reset();
+  nccl_.reset();
+#if MINIDET_WITH_MPI
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+#endif
+}
+
+bool ProcessGroup::with_mpi() const { return MINIDET_WITH_MPI != 0; }
+bool ProcessGroup::with_nccl() const { return MINIDET_WITH_NCCL != 0; }
+
+std::string ProcessGroup::describe() const {
+  return "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (local " + std::to_string(local_rank_) +
+         " of " + std::to_string(local_size_) + " on " + host_ + ")";
+}
+
+Device ProcessGroup::pick_device(const std::string& device) const {
+  MINIDET_CHECK(device == "auto" || device == "cpu" || device == "cuda", "--device must be auto, cpu or cuda, not '",
+                device, "'");
+  if (device == "cpu" || (device == "auto" && !cuda::is_available())) return Device::cpu();
+  MINIDET_CHECK(cuda::is_available(), "--device cuda: no GPU answers on ", host_);
+  MINIDET_CHECK(local_rank_ < cuda::device_count(), describe(), ": this machine runs ", local_size_,
+                " ranks but has ", cuda::device_count(), " GPUs; start at most one rank per GPU, or use --device cpu");
+  return Device::cuda(local_rank_);
+}
+
+void ProcessGroup::set_timeout(double seconds) {
+  watchdog_.reset();
+  watchdog_ = std::make_unique<Watchdog>(seconds, [this](const std::string& message) { abort(message, 124); });
+}
+
+Watchdog::Scope ProcessGroup::watch(const std::string& what) { return Watchdog::Scope(*watchdog_, what); }
+
+std::unique_ptr<Work> ProcessGroup::start_all_reduce_sum(const Tensor& t, const std::string& what) {
+  check_collective_tensor(t, what);
+  if (size_ == 1) return std::make_unique<DoneWork>();
+#if MINIDET_WITH_MPI
+  if (t.is_cuda()) {
+    if (with_nccl()) {
+      if (!nccl_) nccl_ = std::make_unique<NcclCommunicator>(rank_, size_, t.device());
+      return nccl_->start_all_reduce_sum(t, *watchdog_, what);
+    }
+    // No NCCL: stage through the host, blocking.
+    const Tensor host = t.to(Device::cpu());
+    all_reduce_sum(host, what);
+    t.copy_(host);
+    return std::make_unique<DoneWork>();
+  }
+  auto work = std::make_unique<MpiWork>(*watchdog_, what);
+  MPI_Iallreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(t.numel()), mpi_type(t.dtype()), MPI_SUM,
+                 MPI_COMM_WORLD, &work->request);
+  return work;
+#else
+  return std::make_unique<DoneWork>();
+#endif
+}
+
+void ProcessGroup::all_reduce_sum(const Tensor& t, const std::string& what) {
+  check_collective_tensor(t, what);
+  if (size_ == 1) return;
+#if MINIDET_WITH_MPI
+  if (t.is_cuda()) return start_all_reduce_sum(t, what)->wait();
+  Watchdog::Scope scope = watch(what);
+  MPI_Allreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(t.numel()), mpi_type(t.dtype()), MPI_SUM, MPI_COMM_WORLD);
+#endif
+}
+
+void ProcessGroup::broadcast(const Tensor& t, int root, const std::string& what) {
+  check_collective_tensor(t, what);
+  if (size_ == 1) return;
+#if MINIDET_WITH_MPI
+  if (t.is_cuda()) {
+    if (with_nccl()) {
+      if (!nccl_) nccl_ = std::make_unique<NcclCommunicator>(rank_, size_, t.device());
+      return nccl_->broadcast(t, root, *watchdog_, what);
+    }
+    const Tensor host = t.to(Device::cpu());
+    broadcast(host, root, what);
+    t.copy_(host);
+    return;
+  }
+  Watchdog::Scope scope = watch(what);
+  MPI_Bcast(t.raw_data(), static_cast<int>(t.numel()), mpi_type(t.dtype()), root, MPI_COMM_WORLD);
+#endif
+}
+
+void ProcessGroup::broadcast(std::string& text, int root, const std::string& what) {
+  if (size_ == 1) return;
+#if MINIDET_WITH_MPI
+  Watchdog::Scope scope = watch(what);
+  long long length = static_cast<long long>(text.size());
+  MPI_Bcast(&length, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD);
+  text.resize(static_cast<size_t>(length));
+  MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, root, MPI_COMM_WORLD);
+#endif
+}
+
+void ProcessGroup::barrier(const std::string& what) {
+  if (size_ == 1) return;
+#if MINIDET_WITH_MPI
+  Watchdog::Scope scope = watch(what);
+  MPI_Barrier(MPI_COMM_WORLD);
+#endif
+}
+
+std::vector<double> ProcessGroup::all_reduce_sum(std::vector<double> values, const std::string& what) {
+  if (size_ == 1) return values;
+#if MINIDET_WITH_MPI
+  Watchdog::Scope scope = watch(what);
+  MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+#endif
+  return values;
+}
+
+std::vector<double> ProcessGroup::gather_to_main(const std::vector<double>& values, const std::string& what) {
+  if (size_ == 1) return values;
+  std::vector<double> all;
+#if MINIDET_WITH_MPI
+  Watchdog::Scope scope = watch(what);
+  int count = static_cast<int>(values.size());
+  std::vector<int> counts(rank_ == 0 ? size_ : 0), offsets(rank_ == 0 ? size_ : 0);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank_ == 0) {
+    long long total = 0;
+    for (int r = 0; r < size_; ++r) {
+      offsets[r] = static_cast<int>(total);
+      total += counts[r];
+    }
+    MINIDET_CHECK(total <= INT_MAX, "dist: ", what, ": ", total, " values, more than one MPI call takes");
+    all.resize(static_cast<size_t>(total));
+  }
+  MPI_Gatherv(values.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
+              MPI_COMM_WORLD);
+#endif
+  return all;
+}
+
+void ProcessGroup::abort(const std::string& message, int exit_code) const {
+  std::fprintf(stderr, "minidet: %s: %s\n", describe().c_str(), message.c_str());
+  std::fflush(stderr);
+#if MINIDET_WITH_MPI
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Abort(MPI_COMM_WORLD, exit_code);
+#endif
+  std::_Exit(exit_code);
+}
+
+}  // namespace minidet::dist
