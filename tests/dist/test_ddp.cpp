@@ -5,7 +5,10 @@
 // that sees the whole global batch of 2b rows with no communication, and a DDP copy that sees only this
 // rank's b rows. With a mean loss, after K SGD steps with momentum the two must agree to float64 rounding.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <thread>
 
 #include "core/factories.h"
 #include "data/loader/loader.h"
@@ -175,4 +178,19 @@ MINIDET_CUDA_TEST_CASE("cuda/dist_ddp: on one GPU per rank (NCCL) DDP matches th
                    y.narrow(0, kRowsPerRank * group.rank(), kRowsPerRank).to(device)));
   const std::vector<Tensor> a = reference->parameters(), b = replica->parameters();
   for (size_t i = 0; i < a.size(); ++i) CHECK(test::max_abs_diff(a[i].grad(), b[i].grad().cpu()) < 1e-12);
+}
+
+// Run by CTest with MINIDET_DIST_HANG_TEST=1 under mpirun only (it ends the job): rank 1 "hangs" (sleeps)
+// while rank 0 waits in a barrier; rank 0's watchdog must stop the job within a few seconds, naming the
+// rank and the operation. CTest passes it on that message (PASS_REGULAR_EXPRESSION).
+TEST_CASE("errors/dist_watchdog: a rank that hangs stops the job naming the rank and the operation") {
+  dist::ProcessGroup& group = dist::ProcessGroup::world();
+  if (std::getenv("MINIDET_DIST_HANG_TEST") == nullptr || group.size() < 2) {
+    MESSAGE("skipped: run by CTest under mpirun with MINIDET_DIST_HANG_TEST=1 (it aborts the job)");
+    return;
+  }
+  group.set_timeout(2);
+  if (group.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(60));
+  group.barrier("barrier of the hang test");
+  FAIL("the watchdog did not stop the job");
 }
