@@ -15,6 +15,9 @@
 #if MINIDET_WITH_MPI
 #include <mpi.h>
 #endif
+#if MINIDET_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace minidet::dist {
 
@@ -98,7 +101,9 @@ ProcessGroup::ProcessGroup() {
 
 ProcessGroup::~ProcessGroup() {
   watchdog_.reset();
-  nccl_.reset();
+  // Left to the process's end on purpose: this runs at exit, possibly after the CUDA runtime was torn down,
+  // when ncclCommDestroy could fail; the driver reclaims the communicator with the process.
+  (void)nccl_.release();
 #if MINIDET_WITH_MPI
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -122,6 +127,11 @@ Device ProcessGroup::pick_device(const std::string& device) const {
   MINIDET_CHECK(cuda::is_available(), "--device cuda: no GPU answers on ", host_);
   MINIDET_CHECK(local_rank_ < cuda::device_count(), describe(), ": this machine runs ", local_size_,
                 " ranks but has ", cuda::device_count(), " GPUs; start at most one rank per GPU, or use --device cpu");
+#if MINIDET_WITH_CUDA
+  // Also this process's current device: otherwise the first CUDA call of every rank would open a context on
+  // GPU 0 (ops switch devices per call, and switch back to the current one).
+  MINIDET_CHECK(cudaSetDevice(local_rank_) == cudaSuccess, describe(), ": cannot use cuda:", local_rank_);
+#endif
   return Device::cuda(local_rank_);
 }
 
