@@ -40,6 +40,7 @@ struct DistributedDataParallel::Reducer {
                   "before finish_gradient_sync(): call ddp.backward(loss) (or finish_gradient_sync() after each ",
                   "backward), or accumulate inside ddp.no_sync()");
     ready[index] = true;
+    for (size_t b = 0; b < next_to_start; ++b) buckets[b].work->poll();  // let started reductions advance
     Bucket& bucket = buckets[bucket_of[index]];
     if (--bucket.pending == 0 && options.overlap) start_ready_buckets();
   }

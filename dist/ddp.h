@@ -16,7 +16,8 @@
 // the bucket's missing gradients; when the last one arrives the bucket's gradients are copied into one flat
 // buffer and its all-reduce is started at once, while backward goes on with the layers below:
 //   CUDA  NCCL on a separate stream, ordered by events (dist/nccl_communicator.h);
-//   CPU   MPI_Iallreduce, waited for at the end of backward.
+//   CPU   MPI_Iallreduce, advanced (MPI_Test) from each later hook and waited for at the end of backward;
+//         MPI moves it forward only inside MPI calls, so the overlap is partial.
 // Buckets are started strictly in index order (a bucket that is ready early waits for the ones before it),
 // so every rank issues the same collectives in the same order, as MPI and NCCL require.
 // overlap = false starts nothing from the hooks: every bucket is reduced at the end of backward, blocking,
@@ -30,6 +31,9 @@
 // Buffers (BatchNorm's running statistics) are computed by each rank on its own images; with
 // broadcast_buffers (default) rank 0's are copied to every rank after each synchronised backward, so the
 // ranks evaluate and checkpoint the same model (PyTorch's DDP copies them before each forward instead).
+//
+// Wrap the model once it is on its device and in its dtype: the buckets are allocated there, and the hooks
+// are on the parameters (Module::to() keeps them, but the buckets would stay behind).
 //
 // no_sync(): while the guard lives, backward only accumulates into .grad locally; the next backward
 // outside it reduces the accumulated sum. Gradient accumulation over k micro-batches costs one reduction.

@@ -33,15 +33,19 @@ MPI_Datatype mpi_type(DType dtype) {
   }
 }
 
-// An MPI_Iallreduce in flight. MPI makes progress on it inside MPI calls (Open MPI has no progress thread
-// for collectives by default), so the overlap on the CPU is partial: the reduction advances during later
-// MPI calls and at wait().
+// An MPI_Iallreduce in flight. MPI makes progress on it only inside MPI calls (Open MPI has no progress
+// thread for collectives by default), so the overlap on the CPU is partial: the reduction advances at each
+// poll() (DDP polls from every gradient hook), during later MPI calls and at wait().
 class MpiWork final : public Work {
  public:
   MpiWork(Watchdog& watchdog, std::string what) : watchdog_(watchdog), what_(std::move(what)) {}
   void wait() override {
     Watchdog::Scope scope(watchdog_, what_);
     MPI_Wait(&request, MPI_STATUS_IGNORE);
+  }
+  void poll() override {
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);  // a finished request becomes MPI_REQUEST_NULL: wait() returns
   }
   MPI_Request request = MPI_REQUEST_NULL;
 

@@ -36,6 +36,9 @@ class Work {
  public:
   virtual ~Work() = default;
   virtual void wait() = 0;
+  // Lets the transport advance without blocking (MPI progresses a non-blocking collective only inside MPI
+  // calls); DDP calls it from each gradient hook.
+  virtual void poll() {}
 };
 
 class ProcessGroup {

@@ -244,7 +244,10 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
     values = group.all_reduce_sum(values, "all-reduce of the loss values");
     for (size_t i = 0; i + 1 < values.size(); ++i) values[i] /= group.size();
     const bool interrupted = values.back() > 0;
-    if (!std::isfinite(values[0])) fail_non_finite(step, values, total, args.detect_anomaly);
+    if (!std::isfinite(values[0])) {
+      auto local = run.ddp->no_sync();  // anomaly mode's extra backward must not start any all-reduce
+      fail_non_finite(step, values, total, args.detect_anomaly);
+    }
     const double lr = run.scheduler->lr();  // the rate this step uses; step() below sets the next one
     run.optimizer->zero_grad();
     run.ddp->backward(total);  // backward, with the gradients averaged over ranks as they become ready

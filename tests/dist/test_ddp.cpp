@@ -130,6 +130,19 @@ TEST_CASE("values/dist_ddp: a parameter without a gradient is reduced as zeros")
   CHECK(test::max_abs_diff(first.bias.grad(), full({16}, 1.0 / 16, kFloat64)) < 1e-15);
 }
 
+TEST_CASE("errors/dist_ddp: ranks holding different models all stop with one clear error") {
+  dist::ProcessGroup& group = dist::ProcessGroup::world();
+  Generator generator(0);
+  nn::Sequential mlp;
+  // Rank 1 has a wider hidden layer: the signatures differ, and every rank must refuse (none may wait).
+  mlp.push_back(std::make_shared<nn::Linear>(5, group.rank() == 1 ? 9 : 8, true, &generator));
+  if (group.size() == 1) {
+    CHECK_NOTHROW(dist::DistributedDataParallel(mlp, group));
+    return;
+  }
+  CHECK_THROWS_CONTAINING(dist::DistributedDataParallel(mlp, group), "1 rank(s) hold a model with other parameter");
+}
+
 TEST_CASE("values/dist_shard: the ranks' shards cover every image once per epoch") {
   dist::ProcessGroup& group = dist::ProcessGroup::world();
   data::ShapesOptions shapes;
