@@ -2,8 +2,8 @@
 // DistributedDataParallel (autograd keeps them on the parameters) and then do nothing.
 #include "dist/ddp.h"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <sstream>
 
