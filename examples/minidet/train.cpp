@@ -1,7 +1,7 @@
 // `minidet train`: the training loop of examples/train_detector.cpp grown into a run that can be watched,
-// interrupted and continued. Per step: the next batch (random flips), forward_train's four losses, one copy
-// of their values to the host (the progress line and the non-finite check need them), backward, AdamW,
-// the warm-up + cosine schedule. Every eval_every steps and at the end: the held-out evaluation, the plots,
+// interrupted and continued. Per step: the next batch (random flips), forward_train's four losses, recorded
+// in a LossWatch (on the GPU they stay there until a logged step reads them all in one copy), backward,
+// AdamW, the warm-up + cosine schedule. Every eval_every steps and at the end: the held-out evaluation, the plots,
 // the detection pictures and the checkpoints.
 //
 // Exact resume: a checkpoint holds the weights, BatchNorm's statistics, AdamW's moments, the schedule's
@@ -12,13 +12,15 @@
 // Data parallel (`mpirun -np N minidet train`, dist/): schedule.batch is the global batch; each rank trains
 // on its batch / N images of every global batch (the loader's shards) and DistributedDataParallel averages
 // the gradients, so N ranks take the steps one process would take, in the same data order. That is why
-// --resume works with any number of ranks: the checkpoint does not depend on it. The loss values are
-// averaged over ranks each step (one small all-reduce), so every rank sees the same values and makes the
-// same decisions (a non-finite loss, Ctrl-C). Evaluation is sharded too, and rank 0 gathers the
-// detections and scores them. Only rank 0 prints, logs, plots and writes checkpoints. BatchNorm uses each
-// rank's own batch statistics (no SyncBatchNorm); rank 0's running statistics are copied to all after
-// each step. Any error on one rank stops all of them (MPI_Abort) instead of leaving them waiting.
+// --resume works with any number of ranks: the checkpoint does not depend on it. Whenever the loss values
+// are read (see LossWatch) they are averaged over ranks, and a Ctrl-C on any rank is shared by a host-only
+// all-reduce of one flag per step, so every rank makes the same decisions (a non-finite loss, stopping).
+// Evaluation is sharded too, and rank 0 gathers the detections and scores them. Only rank 0 prints, logs,
+// plots and writes checkpoints. BatchNorm uses each rank's own batch statistics (no SyncBatchNorm); rank
+// 0's running statistics are copied to all after each step. Any error on one rank stops all of them
+// (MPI_Abort) instead of leaving them waiting.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -32,6 +34,7 @@
 #include "dist/ddp.h"
 #include "examples/minidet/commands.h"
 #include "examples/minidet/evaluation.h"
+#include "examples/minidet/loss_watch.h"
 #include "examples/minidet/metrics.h"
 #include "examples/minidet/progress.h"
 #include "examples/minidet/train_setup.h"
@@ -151,6 +154,17 @@ data::Batch next_batch(data::DataLoader& loader) {
   MINIDET_FAIL("step ", step, ": the loss is not finite (", parts.empty() ? "the total" : parts, ")", op);
 }
 
+// The ranks' mean losses, so that every rank sees the same values and takes the same decisions.
+std::vector<LossRow> mean_over_ranks(std::vector<LossRow> rows, dist::ProcessGroup& group) {
+  if (group.size() == 1) return rows;
+  std::vector<double> flat;
+  for (const LossRow& row : rows) flat.insert(flat.end(), row.values.begin(), row.values.end());
+  flat = group.all_reduce_sum(flat, "all-reduce of the loss values");
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (size_t i = 0; i < rows[r].values.size(); ++i) rows[r].values[i] = flat[r * rows[r].values.size() + i] / group.size();
+  return rows;
+}
+
 // The held-out evaluation: table, metrics line, plots, pictures, checkpoints.
 // Rank 0 only gets past the gather (metrics is null on the others).
 void evaluate_and_save(Run& run, int64_t step, MetricsLog* metrics, Progress& progress) {
@@ -230,6 +244,11 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
   const auto start = Clock::now();
   auto window_start = start;
   int64_t window_images = 0, step = first - 1;
+  // The host reads the losses at every step where it needs them (see loss_watch.h); on the CPU and in
+  // anomaly mode that is every step, so a non-finite loss stops the run before its optimizer step.
+  LossWatch watch(s.log_every + 1, run.device);
+  const bool look_every_step = !run.device.is_cuda() || args.detect_anomaly;
+  std::array<double, 5> shown{};  // the last values read, for the progress line between logged steps
   while (step < s.steps) {
     ++step;
     const data::Batch batch = next_batch(*run.loader);
@@ -237,16 +256,21 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
     const Tensor total = models::FasterRCNN::total_loss(losses);
     std::vector<Tensor> parts{total};
     for (const char* name : kLossNames) parts.push_back(losses.at(name).detach());
-    // One device-to-host copy per step: the non-finite check and the progress line need the values.
-    std::vector<double> values = stack(parts).detach().to(Device::cpu()).to(kFloat64).to_vector<double>();
-    // The ranks' mean losses, and whether any rank was interrupted: every rank then decides alike.
-    values.push_back(g_interrupted ? 1.0 : 0.0);
-    values = group.all_reduce_sum(values, "all-reduce of the loss values");
-    for (size_t i = 0; i + 1 < values.size(); ++i) values[i] /= group.size();
-    const bool interrupted = values.back() > 0;
-    if (!std::isfinite(values[0])) {
-      auto local = run.ddp->no_sync();  // anomaly mode's extra backward must not start any all-reduce
-      fail_non_finite(step, values, total, args.detect_anomaly);
+    watch.record(step, stack(parts).detach());
+    const bool logged = step % s.log_every == 0 || step == s.steps || step == 1;
+    const bool evaluating = step == s.steps || (s.eval_every > 0 && step % s.eval_every == 0);
+    // A Ctrl-C on any rank stops all of them at the same step (one host-only all-reduce: no GPU sync).
+    const bool interrupted = group.all_reduce_sum({g_interrupted ? 1.0 : 0.0}, "all-reduce of the stop flag")[0] > 0;
+    const bool stopping = interrupted || (args.stop_after > 0 && step >= args.stop_after);
+    if (look_every_step || logged || evaluating || stopping) {
+      for (const LossRow& row : mean_over_ranks(watch.take(), group)) {
+        const std::vector<double> values(row.values.begin(), row.values.end());
+        if (!std::isfinite(values[0])) {
+          auto local = run.ddp->no_sync();  // anomaly mode's extra backward must not start any all-reduce
+          fail_non_finite(row.step, values, total, args.detect_anomaly && row.step == step);
+        }
+        shown = row.values;
+      }
     }
     const double lr = run.scheduler->lr();  // the rate this step uses; step() below sets the next one
     run.optimizer->zero_grad();
@@ -257,20 +281,18 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
     window_images += batch.size() * group.size();  // images per second of the whole job
     const auto now = Clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
-    TrainRecord record{step, values[0], {values[1], values[2], values[3], values[4]}, lr,
+    TrainRecord record{step, shown[0], {shown[1], shown[2], shown[3], shown[4]}, lr,
                        window_images / std::max(1e-9, std::chrono::duration<double>(now - window_start).count()),
                        elapsed, (s.steps - step) * elapsed / (step - first + 1)};
-    const bool logged = step % s.log_every == 0 || step == s.steps || step == 1;
     progress.step(record, logged);
     if (logged) {
       if (metrics) metrics->add_train(record);
       window_start = now;
       window_images = 0;
     }
-    if (step == s.steps || (s.eval_every > 0 && step % s.eval_every == 0)) evaluate_and_save(run, step, metrics ? &*metrics : nullptr, progress);
+    if (evaluating) evaluate_and_save(run, step, metrics ? &*metrics : nullptr, progress);
 
-    const bool stop = interrupted || (args.stop_after > 0 && step >= args.stop_after);
-    if (stop && step < s.steps) {
+    if (stopping && step < s.steps) {
       if (main) run.save("last.ckpt", step);
       progress.print(std::string(interrupted ? "interrupted" : "stopped (--stop-after)") + " after step " +
                      std::to_string(step) + "; saved " + run.path("last.ckpt") +

@@ -24,8 +24,9 @@ BoxHeadOutput RoIHeads::forward_box_head(const Tensor& features, const Tensor& r
                                     .set_output_size(o.pooled_size)
                                     .set_spatial_scale(1.0 / static_cast<double>(o.feature_stride))
                                     .set_sampling_ratio(o.sampling_ratio)
-                                    .set_aligned(o.aligned);
-  return box_head->forward(roi_align(features, rois, align));  // roi_align checks the rois' values: 1 sync
+                                    .set_aligned(o.aligned)
+                                    .set_check_roi_values(o.check_proposal_values);  // the check: 1 sync on CUDA
+  return box_head->forward(roi_align(features, rois, align));
 }
 
 std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, const std::vector<Tensor>& proposals,

@@ -40,7 +40,8 @@
 // legacy default stream and copies with cudaMemcpy, so the host waits for every queued kernel at a
 // device-to-host copy, and also at a host-to-device copy from pageable memory (an arange, the sampler's
 // random priorities); both kinds are counted here.
-// - training: device-to-host 1 in roi_align (its check of the rois' values), and 1 more when
+// - training: device-to-host 1 in roi_align (its check of the rois' values, unless
+//   options.check_proposal_values is off), and 1 more when
 //   options.check_targets is on (one combined check of every image's labels and boxes); host-to-device 3:
 //   the candidates' positions 0..B-1 (one arange, sliced for every use), the sampler's priorities (one
 //   sampler call for all images, their labels padded with "ignored"), and the loss's class ids. The rest
@@ -86,6 +87,9 @@ struct RoIHeadsOptions {
   std::array<double, 4> box_coder_weights = {10.0, 10.0, 5.0, 5.0};
   double smooth_l1_beta = 1.0 / 9.0;
   bool check_targets = true;  // check label and box values (one host sync on CUDA); see above
+  // Check the proposals' values in roi_align (one host sync on CUDA per call). FasterRCNN turns it off: its
+  // proposals come from rpn_proposals, finite by construction (see RoIAlignOptions::check_roi_values).
+  bool check_proposal_values = true;
   // Inference.
   double score_threshold = 0.05;
   double nms_threshold = 0.5;

@@ -10,7 +10,7 @@
 // (H, W) is the padded batch size (images.size(2), images.size(3)); features (N, F, h, w).
 // Check: h == ceil(H / stride) and w == ceil(W / stride) for the configured stride, with a clear error
 // otherwise (the anchors would not cover the image).
-// Host synchronisations on CUDA per call: rpn_proposals' 2 (see rpn_proposals.h); rpn_loss adds none.
+// Host synchronisations on CUDA per call: rpn_proposals' 1 (see rpn_proposals.h); rpn_loss adds none.
 // Building the anchors (first call per feature size, dtype and device only) copies them to the device.
 #pragma once
 

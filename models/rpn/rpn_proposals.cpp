@@ -3,12 +3,12 @@
 //   best      = topk(objectness, T, dim 1)                 (N, T) sorted, ties in input order
 //   boxes     = clip(decode(deltas[best], anchors[best]))  (N, T, 4)   gathered without a host index check
 //   valid     = both sides >= min_size and sigmoid(best) >= score_threshold
-//   keep      = batched_nms over the N * T rows, group = image (-1 and a zero box where not valid)  sync 1
-//   selected  = valid and kept                             (N, T) mask, scattered from keep on the device
+//   kept      = batched NMS over the N * T rows as a mask, group = image (-1 and a zero box where not valid)
+//   selected  = valid and kept                             (N, T) mask
 //   order     = argsort(selected, dim 1, descending)       stable: each image's selected positions first,
 //                                                          in position order = decreasing score order
 //   rows      = boxes[order[:, :P]]                        (N, P, 4), P = min(post_nms_top_n, T)
-//   counts    = sum(selected, dim 1), copied to the host   sync 2; image n gets rows[n, :min(count_n, P)]
+//   counts    = sum(selected, dim 1), copied to the host   THE sync; image n gets rows[n, :min(count_n, P)]
 // An invalid row cannot touch a valid one in NMS: its group differs, and a zero box has IoU 0 with anything
 // anyway. Zeroing it also keeps NaN (from NaN objectness or deltas) out of NMS, which would refuse it: such
 // a row simply is not a proposal, as remove_small_boxes drops NaN boxes.
@@ -29,7 +29,8 @@
 #include "ops/elementwise/unary.h"
 #include "ops/indexing/indexing_kernels.h"
 #include "ops/indexing/where.h"
-#include "ops/nms/nms.h"
+#include "ops/nms/nms_kernels.h"
+#include "ops/shape/cat.h"
 #include "ops/reduction/reduction.h"
 #include "ops/shape/shape.h"
 #include "ops/sort/sort.h"
@@ -56,17 +57,6 @@ Tensor take_rows(const Tensor& x, const Tensor& index) {
   return out;
 }
 
-// (rows) mask with 1 at each of `keep`'s indices (distinct, in [0, rows): NMS's output), 0 elsewhere. The
-// raw scatter-add of gather's backward: adding 1 once per position is exact in any order, atomics included.
-Tensor kept_mask(const Tensor& keep, int64_t rows, const TensorOptions& options) {
-  ops::detail::AlongDim geometry;
-  geometry.size = rows;
-  geometry.count = keep.numel();
-  geometry.index_stride_outer = 0;
-  Tensor mask = zeros({rows}, options);
-  ops::detail::scatter_add_along_dim(mask, ones({geometry.count}, options), keep.contiguous(), geometry);
-  return gt(mask, 0.5);
-}
 
 void check_inputs(const char* op, const Tensor& objectness, const Tensor& deltas, const Tensor& anchors) {
   ops::check_defined(op, objectness, "objectness");
@@ -135,14 +125,16 @@ std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas
   const Tensor nms_boxes = where(valid.unsqueeze(2), boxes, zeros({}, box_options));
   const Tensor nms_scores = where(valid, scores, full({}, -1.0, box_options));  // after every valid row
   const Tensor groups = where(valid, cat(image_ids, 0), full({}, -1.0, TensorOptions(kInt64, box_options.device)));
-  const Tensor keep = batched_nms(nms_boxes.reshape({images * top, 4}), nms_scores.reshape({images * top}),
-                                  groups.reshape({images * top}), options.nms_threshold);  // sync 1: kept count
-  const Tensor kept = kept_mask(keep, images * top, box_options).reshape({images, top});
-  const Tensor selected = where(valid, kept, valid);  // (N, T) bool
+  const ops::detail::NmsMask nms = ops::detail::batched_nms_mask(
+      nms_boxes.reshape({images * top, 4}), nms_scores.reshape({images * top}), groups.reshape({images * top}),
+      options.nms_threshold);  // no sync: the kept rows as a mask, NMS's status stays on the device
+  const Tensor selected = where(valid, nms.keep_mask.reshape({images, top}), valid);  // (N, T) bool
 
   const Tensor order = argsort(selected.to(kUInt8), 1, /*descending=*/true).narrow(1, 0, post);
   const Tensor rows = take_rows(boxes, order);  // (N, P, 4)
-  const std::vector<int64_t> counts = sum(selected, {1}).to_vector<int64_t>();  // sync 2: per-image counts
+  // The one synchronisation: per-image counts and NMS's status travel together.
+  const std::vector<int64_t> counts = cat({sum(selected, {1}), nms.status}, 0).to_vector<int64_t>();
+  ops::detail::check_nms_status(op, {counts[images], counts[images + 1]});  // never fires: NMS sees finite rows
   for (int64_t n = 0; n < images; ++n) proposals.push_back(rows.select(0, n).narrow(0, 0, std::min(counts[n], post)));
   return proposals;
 }

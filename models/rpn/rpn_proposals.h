@@ -18,10 +18,10 @@
 // K), with masks instead of data-dependent shapes, and one batched NMS whose group is the image (how:
 // rpn_proposals.cpp). Gathers use the raw take kernel, not gather/index_select, whose host-side index check
 // would cost a sync each: the indices come from topk and argsort, in range by construction.
-// Host synchronisations on CUDA per call, whatever the batch size: 2 device-to-host copies,
-//   1. NMS's kept count (its output's length depends on the data; the finite-value check rides on it);
-//   2. the N per-image proposal counts, from which the host cuts each image's slice of a (N, P, 4) table
-//      (the output is a std::vector of per-image tensors, so their sizes must reach the host).
+// Host synchronisations on CUDA per call, whatever the batch size: 1 device-to-host copy, of the N per-image
+// proposal counts, from which the host cuts each image's slice of a (N, P, 4) table (the output is a
+// std::vector of per-image tensors, so their sizes must reach the host). NMS returns its kept rows as a
+// device mask (ops/nms/nms_kernels.h's batched_nms_mask), and its status rides on the same copy.
 // No host-to-device copy (image sizes enter as kernel scalars). N = 0, K = 0: no device work at all.
 #pragma once
 

@@ -34,7 +34,7 @@ void check_roi_input(const char* op, const Tensor& input) {
   check_floating(op, input, "input");
 }
 
-void check_rois(const char* op, const Tensor& input, const Tensor& rois_any, int64_t columns) {
+void check_rois(const char* op, const Tensor& input, const Tensor& rois_any, int64_t columns, bool check_values) {
   check_defined(op, rois_any, "rois");
   const char* layout = columns == 5 ? "(K, 5) rows (batch_index, x1, y1, x2, y2)"
                                     : "(K, 6) rows (batch_index, cx, cy, w, h, angle)";
@@ -43,7 +43,7 @@ void check_rois(const char* op, const Tensor& input, const Tensor& rois_any, int
   check_same_dtype(op, input, "input", rois_any, "rois");
   check_same_device(op, input, "input", rois_any, "rois");
   const int64_t count = rois_any.size(0), batch_size = input.size(0);
-  if (count == 0) return;
+  if (count == 0 || !check_values) return;
   const Tensor rois = rois_any.detach().contiguous();  // detached: validation is not part of the graph
   if (rois.is_cuda()) {
 #if MINIDET_WITH_CUDA

@@ -20,7 +20,9 @@
 namespace minidet::ops {
 
 void check_roi_input(const char* op, const Tensor& input);
-void check_rois(const char* op, const Tensor& input, const Tensor& rois, int64_t columns);
+// check_values = false skips the value check (and its synchronisation): for callers that built the rows
+// themselves and can vouch for them (RoIAlignOptions::check_roi_values).
+void check_rois(const char* op, const Tensor& input, const Tensor& rois, int64_t columns, bool check_values = true);
 // The pooling arguments every RoI op takes: output size >= 1 on both axes, spatial_scale finite and > 0.
 void check_roi_pooling(const char* op, int64_t pooled_h, int64_t pooled_w, double spatial_scale);
 

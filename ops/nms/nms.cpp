@@ -45,11 +45,10 @@ void check_nms_inputs(const char* op, const Tensor& boxes, const Tensor& scores,
   MINIDET_CHECK(offset == 0 || offset == 1, op, ": expected offset 0 or 1 (1: legacy +1 widths), got ", offset);
 }
 
-Tensor run_nms(const char* op, const Tensor& boxes, const Tensor& scores, const Tensor& class_ids,
-               double iou_threshold, int offset) {
-  NoGradGuard raw;  // indices only: nothing to record, and the inputs may require grad
+// The kernels' arguments: contiguous inputs and the stable score order (N > 0).
+ops::detail::NmsArgs sorted_args(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids,
+                                 double iou_threshold, int offset) {
   const int64_t n = boxes.size(0);
-  if (n == 0) return empty({0}, TensorOptions(kInt64, boxes.device()));
   ops::detail::NmsArgs args;
   args.boxes = boxes.contiguous();
   args.scores = scores.contiguous();
@@ -60,7 +59,23 @@ Tensor run_nms(const char* op, const Tensor& boxes, const Tensor& scores, const 
   const Tensor sorted_scores = empty({n}, scores.options());
   args.order = empty({n}, TensorOptions(kInt64, boxes.device()));
   ops::detail::sort_rows(args.scores, ops::row_layout({n}, 0), /*descending=*/true, sorted_scores, args.order);
-  return ops::detail::nms_kernel(op, args);
+  return args;
+}
+
+Tensor run_nms(const char* op, const Tensor& boxes, const Tensor& scores, const Tensor& class_ids,
+               double iou_threshold, int offset) {
+  NoGradGuard raw;  // indices only: nothing to record, and the inputs may require grad
+  if (boxes.size(0) == 0) return empty({0}, TensorOptions(kInt64, boxes.device()));
+  return ops::detail::nms_kernel(op, sorted_args(boxes, scores, class_ids, iou_threshold, offset));
+}
+
+void check_class_ids(const char* op, const Tensor& boxes, const Tensor& class_ids) {
+  ops::check_defined(op, class_ids, "class_ids");
+  MINIDET_CHECK(class_ids.dtype() == kInt64, op, ": expected class_ids of dtype int64, got ", class_ids.dtype(),
+                " (floating class ids are refused rather than rounded; convert with .to(kInt64))");
+  MINIDET_CHECK(class_ids.dim() == 1 && class_ids.size(0) == boxes.size(0), op,
+                ": expected class_ids of shape (N) with N = ", boxes.size(0), " boxes, got ", class_ids.sizes());
+  ops::check_same_device(op, boxes, "boxes", class_ids, "class_ids");
 }
 
 }  // namespace
@@ -73,14 +88,42 @@ Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold, int 
 Tensor batched_nms(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids, double iou_threshold,
                    int offset) {
   check_nms_inputs("batched_nms", boxes, scores, iou_threshold, offset);
-  ops::check_defined("batched_nms", class_ids, "class_ids");
-  MINIDET_CHECK(class_ids.dtype() == kInt64, "batched_nms: expected class_ids of dtype int64, got ",
-                class_ids.dtype(), " (floating class ids are refused rather than rounded; convert with .to(kInt64))");
-  MINIDET_CHECK(class_ids.dim() == 1 && class_ids.size(0) == boxes.size(0),
-                "batched_nms: expected class_ids of shape (N) with N = ", boxes.size(0), " boxes, got ",
-                class_ids.sizes());
-  ops::check_same_device("batched_nms", boxes, "boxes", class_ids, "class_ids");
+  check_class_ids("batched_nms", boxes, class_ids);
   return run_nms("batched_nms", boxes, scores, class_ids, iou_threshold, offset);
 }
+
+namespace ops::detail {
+
+NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids, double iou_threshold) {
+  const char* op = "batched_nms_mask";
+  check_nms_inputs(op, boxes, scores, iou_threshold, 0);
+  check_class_ids(op, boxes, class_ids);
+  NoGradGuard raw;
+  const int64_t n = boxes.size(0);
+  NmsMask result;
+  result.keep_mask = zeros({n}, TensorOptions(kBool, boxes.device()));
+  result.status = zeros({2}, TensorOptions(kInt64, boxes.device()));
+  if (n == 0) return result;
+  const NmsArgs args = sorted_args(boxes, scores, class_ids, iou_threshold, 0);
+  if (boxes.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return nms_mask_cuda(op, args);
+#endif
+  }
+  // The CPU: the list (a bad value throws here), scattered into the mask; no synchronisation to save.
+  const std::vector<int64_t> keep = nms_cpu(op, args).to_vector<int64_t>();
+  bool* mask = result.keep_mask.data<bool>();
+  for (int64_t i : keep) mask[i] = true;
+  result.status.data<int64_t>()[0] = static_cast<int64_t>(keep.size());
+  return result;
+}
+
+void check_nms_status(const char* op, const std::vector<int64_t>& status) {
+  MINIDET_CHECK(status.size() == 2, op, ": expected NMS's status (count, flags), got ", status.size(), " values");
+  MINIDET_CHECK(!(status[1] & kNmsBadBoxFlag), op, ": boxes contain NaN or Inf; expected finite coordinates");
+  MINIDET_CHECK(!(status[1] & kNmsBadScoreFlag), op, ": scores contain NaN or Inf; expected finite scores");
+}
+
+}  // namespace ops::detail
 
 }  // namespace minidet

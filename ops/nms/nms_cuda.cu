@@ -55,7 +55,7 @@ constexpr int kPrefetchTiles = 16;   // non-empty tiles per warp whose loads are
 constexpr int kGatherThreads = 256;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-enum BadInput : unsigned char { kBadBox = 1, kBadScore = 2 };
+enum BadInput : unsigned char { kBadBox = kNmsBadBoxFlag, kBadScore = kNmsBadScoreFlag };
 
 __host__ __device__ inline int64_t tile_index(int64_t row_block, int64_t col_block) {
   return col_block * (col_block + 1) / 2 + row_block;
@@ -213,7 +213,8 @@ __device__ inline void or_tiles(const TileRows (&rows)[kPrefetchTiles], unsigned
 
 // Step 3: the greedy pass (see the top of the file). One block of kReduceWarps warps; `removed` has one word
 // per column block in dynamic shared memory. tile_nonzero is row-major: entry (b, c) at b * blocks + c. Writes
-// keep[0 .. count) and status = {count, bad-input flags}.
+// keep[0 .. count) (or, when keep_mask is given, sets keep_mask[i] for each kept input row i) and
+// status = {count, bad-input flags}.
 //
 // What each step costs, and why it is laid out this way. The whole pass runs on one SM, so it is bound by
 // instructions issued and by memory latency (about a microsecond per global load), not by bandwidth:
@@ -228,7 +229,7 @@ __device__ inline void or_tiles(const TileRows (&rows)[kPrefetchTiles], unsigned
 __global__ void __launch_bounds__(kReduceWarps * 32)
     nms_reduce_kernel(int64_t n, int blocks, const Word* mask, const unsigned char* tile_nonzero,
                       const int64_t* order, const unsigned char* bad_flags, int bad_flag_count, int64_t* keep,
-                      int64_t* status) {
+                      bool* keep_mask, int64_t* status) {
   extern __shared__ Word removed[];
   __shared__ Word kept_shared;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -278,8 +279,13 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
       const Word kept = kept_rows(diagonal, removed_b, lane);
       // Kept boxes of this block, in row order, after the `count` kept before.
       const Word below_low = (Word(1) << lane) - 1;
-      if ((kept >> lane) & 1) keep[count + __popcll(kept & below_low)] = order_low;
-      if ((kept >> (lane + 32)) & 1) keep[count + __popcll(kept & ((below_low << 32) | 0xffffffffull))] = order_high;
+      if (keep_mask) {  // mask mode: mark the kept input rows (the mask starts all false)
+        if ((kept >> lane) & 1) keep_mask[order_low] = true;
+        if ((kept >> (lane + 32)) & 1) keep_mask[order_high] = true;
+      } else {
+        if ((kept >> lane) & 1) keep[count + __popcll(kept & below_low)] = order_low;
+        if ((kept >> (lane + 32)) & 1) keep[count + __popcll(kept & ((below_low << 32) | 0xffffffffull))] = order_high;
+      }
       count += __popcll(kept);
       if (lane == 0) kept_shared = kept;
       // Next block's diagonal words and input indices.
@@ -312,8 +318,11 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
   }
 }
 
+// Queues the four steps; writes the kept rows as a list (keep) or as a mask (keep_mask, all false before),
+// and (count, flags) into status. Nothing is copied to the host here.
 template <typename T>
-Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
+void launch_nms(const char* op, const NmsArgs& args, const Tensor& keep, const Tensor& keep_mask,
+                const Tensor& status) {
   const int64_t n = args.boxes.size(0);
   const int64_t blocks = (n + kBoxesPerBlock - 1) / kBoxesPerBlock;
   const int64_t tiles = blocks * (blocks + 1) / 2;
@@ -335,8 +344,6 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
   // One flag per tile, row-major (blocks x blocks, upper triangle used) so that a warp reads its row's flags
   // with one coalesced load; the mask kernel writes every flag the reduce kernel reads.
   const Tensor tile_nonzero = empty({blocks * blocks}, TensorOptions(kUInt8, device));
-  const Tensor keep = empty({n}, TensorOptions(kInt64, device));
-  const Tensor status = empty({2}, TensorOptions(kInt64, device));
   const int64_t* classes = batched ? args.class_ids.data<int64_t>() : nullptr;
   int64_t* sorted_class_data = batched ? sorted_classes.data<int64_t>() : nullptr;
   Word* mask_words = static_cast<Word*>(mask.raw_data());
@@ -356,13 +363,19 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
                                             static_cast<int>(removed_bytes)));
   nms_reduce_kernel<<<1, kReduceWarps * 32, removed_bytes, stream>>>(
       n, static_cast<int>(blocks), mask_words, nonzero, args.order.data<int64_t>(), bad_flags.data<uint8_t>(),
-      gather_blocks, keep.data<int64_t>(), status.data<int64_t>());
+      gather_blocks, keep.defined() ? keep.data<int64_t>() : nullptr,
+      keep_mask.defined() ? keep_mask.data<bool>() : nullptr, status.data<int64_t>());
   MINIDET_CUDA_LAUNCH_CHECK("nms_reduce_kernel");
+}
 
+template <typename T>
+Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
+  const Tensor keep = empty({args.boxes.size(0)}, TensorOptions(kInt64, args.boxes.device()));
+  const Tensor status = empty({2}, TensorOptions(kInt64, args.boxes.device()));
+  launch_nms<T>(op, args, keep, Tensor(), status);
   // The one synchronisation: the result's length (and the finite-value check) must reach the host.
   const std::vector<int64_t> host_status = status.to_vector<int64_t>();
-  MINIDET_CHECK(!(host_status[1] & kBadBox), op, ": boxes contain NaN or Inf; expected finite coordinates");
-  MINIDET_CHECK(!(host_status[1] & kBadScore), op, ": scores contain NaN or Inf; expected finite scores");
+  check_nms_status(op, host_status);
   return keep.narrow(0, 0, host_status[0]);
 }
 
@@ -371,6 +384,16 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
 Tensor nms_cuda(const char* op, const NmsArgs& args) {
   cuda::DeviceGuard guard(args.boxes.device());
   return MINIDET_DISPATCH_FLOATING(args.boxes.dtype(), op, [&] { return nms_cuda_typed<scalar_t>(op, args); });
+}
+
+NmsMask nms_mask_cuda(const char* op, const NmsArgs& args) {
+  cuda::DeviceGuard guard(args.boxes.device());
+  NmsMask result;
+  result.keep_mask = zeros({args.boxes.size(0)}, TensorOptions(kBool, args.boxes.device()));
+  result.status = empty({2}, TensorOptions(kInt64, args.boxes.device()));
+  MINIDET_DISPATCH_FLOATING(args.boxes.dtype(), op,
+                            [&] { launch_nms<scalar_t>(op, args, Tensor(), result.keep_mask, result.status); });
+  return result;
 }
 
 }  // namespace minidet::ops::detail

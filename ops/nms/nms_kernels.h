@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/macros.h"
 #include "core/tensor.h"
@@ -37,6 +38,24 @@ Tensor nms_kernel(const char* op, const NmsArgs& args);
 Tensor nms_cpu(const char* op, const NmsArgs& args);
 #if MINIDET_WITH_CUDA
 Tensor nms_cuda(const char* op, const NmsArgs& args);
+#endif
+
+// The same greedy pass with the kept rows as a mask over the input rows, and NO host synchronisation: for a
+// caller that copies something to the host later anyway and can carry NMS's status in that copy
+// (rpn_proposals). keep_mask (N) bool: true at each kept input row. status (2) int64 on the boxes' device:
+// (kept count, bad-input flags); the caller reads it and passes it to check_nms_status, which throws what
+// nms would have thrown. On the CPU a bad input throws at once and the flags are 0.
+constexpr int64_t kNmsBadBoxFlag = 1, kNmsBadScoreFlag = 2;
+struct NmsMask {
+  Tensor keep_mask;
+  Tensor status;
+};
+// boxes (N, 4) floating, scores (N) and class_ids (N) int64 as batched_nms takes them (shapes, dtypes and
+// devices are checked here; the values by the kernels, reported through status).
+NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids, double iou_threshold);
+void check_nms_status(const char* op, const std::vector<int64_t>& status);
+#if MINIDET_WITH_CUDA
+NmsMask nms_mask_cuda(const char* op, const NmsArgs& args);
 #endif
 
 }  // namespace minidet::ops::detail

@@ -23,8 +23,8 @@ RoiAlignGeometry validate(const Tensor& input, const Tensor& rois, const RoIAlig
                 o.pooled_w, ")");
   MINIDET_CHECK(std::isfinite(o.spatial_scale) && o.spatial_scale > 0, kOp,
                 ": expected a finite spatial_scale > 0, got ", o.spatial_scale);
-  // Last: on CUDA this is the op's one host synchronisation (see ops/common/roi_checks.h).
-  ops::check_rois(kOp, input, rois, 5);
+  // Last: on CUDA the value check is the op's one host synchronisation (see ops/common/roi_checks.h).
+  ops::check_rois(kOp, input, rois, 5, o.check_roi_values);
   RoiAlignGeometry g;
   g.batch = input.size(0);
   g.channels = input.size(1);

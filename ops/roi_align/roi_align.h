@@ -47,14 +47,15 @@
 //     from x1 towards x2 (the mirror image of the box x2..x1), the same formula with no special case, so
 //     the output and its box gradient stay smooth through x2 = x1; adaptive grids use |roi_w|. With
 //     aligned = false the legacy clamp makes roi_w = 1.
-//   - No NaN is ever produced from finite inputs; NaN or Inf coordinates and bad batch indices are errors.
+//   - No NaN is ever produced from finite inputs; NaN or Inf coordinates and bad batch indices are errors
+//     (unless options.check_roi_values is off: see there).
 //
 // Kernels: CPU precomputes every sample's neighbours, weights and weight derivatives once per chunk of RoIs
 // (shared by all channels), OpenMP over (RoI, channel) in forward and over (image, 8-channel block) in
 // backward, so no two threads write one element. CUDA (roi_align_cuda.cu): channel-last (NHWC) reads and
 // atomics, a warp = 32 channels of one bin sharing one geometry computation; under DeterministicMode a
 // sorted fixed-order gather replaces the atomics (roi_align_cuda_sorted.cu). The box gradient never uses
-// atomics. The only host synchronisation is the RoI value check (ops/common/roi_checks.h), plus one in
+// atomics. The only host synchronisation is the RoI value check (ops/common/roi_checks.h; optional), plus one in
 // deterministic mode with adaptive sampling. float32 and float64; the input may be non-contiguous.
 #pragma once
 
@@ -72,6 +73,12 @@ struct RoIAlignOptions {
   int64_t sampling_ratio = 0;  // samples per bin along each axis; <= 0: adaptive, per RoI
   RoiPoolMode pool_mode = RoiPoolMode::Avg;
   bool aligned = true;
+  // false skips the check of the rois' values (finite coordinates, batch index in [0, N)) and with it the
+  // op's host synchronisation on CUDA. Only for callers that vouch for every row because they built it:
+  // FasterRCNN does (its proposals are finite by construction, its ground truth is checked on the host).
+  // A bad row then reads outside the input, as torchvision's kernel would: never turn this off for rois
+  // that come from outside.
+  bool check_roi_values = true;
 
   RoIAlignOptions& set_output_size(int64_t size) { return set_output_size(size, size); }
   RoIAlignOptions& set_output_size(int64_t h, int64_t w) { pooled_h = h; pooled_w = w; return *this; }
@@ -79,6 +86,7 @@ struct RoIAlignOptions {
   RoIAlignOptions& set_sampling_ratio(int64_t r) { sampling_ratio = r; return *this; }
   RoIAlignOptions& set_pool_mode(RoiPoolMode m) { pool_mode = m; return *this; }
   RoIAlignOptions& set_aligned(bool a) { aligned = a; return *this; }
+  RoIAlignOptions& set_check_roi_values(bool c) { check_roi_values = c; return *this; }
 };
 
 // Differentiable w.r.t. input and rois (columns 1..4). rois must have input's dtype and device.

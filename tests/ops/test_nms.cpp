@@ -1,9 +1,12 @@
 // nms and batched_nms: hand-checked cases, CUDA equal to the CPU box for box, errors.
+#include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "core/factories.h"
+#include "core/transfer_counts.h"
 #include "ops/nms/nms.h"
+#include "ops/nms/nms_kernels.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -53,6 +56,23 @@ BoxSet random_set(int64_t n, double extent, bool duplicates, bool tied_scores, u
     if (negative) class_ids[i] = -3 * class_ids[i] - 5;
   }
   return {boxes_of(xyxy), scores_of(scores), from_vector(class_ids)};
+}
+
+// The rows a keep mask marks, in index order (batched_nms's result sorted).
+Longs marked(const Tensor& mask) {
+  CHECK(mask.dtype() == kBool);
+  const std::vector<bool> bits = [&] {
+    const std::vector<uint8_t> raw = mask.cpu().to(kUInt8).to_vector<uint8_t>();
+    return std::vector<bool>(raw.begin(), raw.end());
+  }();
+  Longs rows;
+  for (size_t i = 0; i < bits.size(); ++i)
+    if (bits[i]) rows.push_back(static_cast<int64_t>(i));
+  return rows;
+}
+Longs sorted(Longs v) {
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 }  // namespace
@@ -135,6 +155,24 @@ TEST_CASE("values/batched_nms: classes never suppress each other even with negat
 }
 
 // ---- errors ---------------------------------------------------------------------------------------------------
+
+TEST_CASE("values/batched_nms_mask: marks exactly batched_nms's rows and counts them") {
+  for (int64_t n : {0, 1, 64, 200}) {
+    const BoxSet set = random_set(n, 100, n == 200, true, 31 + n, 3);
+    CAPTURE(n);
+    const ops::detail::NmsMask m = ops::detail::batched_nms_mask(set.boxes, set.scores, set.classes, 0.5);
+    const Longs expected = sorted(kept(batched_nms(set.boxes, set.scores, set.classes, 0.5)));
+    CHECK(m.keep_mask.sizes() == Shape{n});
+    CHECK(marked(m.keep_mask) == expected);
+    CHECK(m.status.to_vector<int64_t>() == Longs{static_cast<int64_t>(expected.size()), 0});
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_CONTAINING(ops::detail::batched_nms_mask(boxes_of({0, 0, 1, nan}), scores_of({0.5}),
+                                                        from_vector<int64_t>({0}), 0.5),
+                          "batched_nms_mask: boxes contain nan at box 0");
+  CHECK_THROWS_CONTAINING(ops::detail::check_nms_status("rpn", {3, ops::detail::kNmsBadScoreFlag}),
+                          "rpn: scores contain NaN or Inf");
+}
 
 TEST_CASE("errors/nms: shapes lengths dtypes values and arguments") {
   const Tensor boxes = boxes_of({0, 0, 1, 1, 2, 2, 3, 3}), scores = scores_of({0.5, 0.6});
@@ -231,6 +269,25 @@ MINIDET_CUDA_TEST_CASE("cuda/batched_nms: CUDA keeps exactly the CPU boxes with 
   const Tensor tricky = boxes_of({-14, -14, -9, -9, -10, -10, -5, -5}).cuda();
   CHECK(kept(batched_nms(tricky, scores_of({0.9, 0.8}).cuda(), from_vector<int64_t>({0, 1}).cuda(), 0.5)) ==
         Longs{0, 1});
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/batched_nms_mask: the CPU's mask with no device-to-host copy, bad values in status") {
+  for (int64_t n : {1, 65, 1000, 20000}) {
+    const BoxSet set = random_set(n, n < 1000 ? 100 : 2000, n == 1000, true, 5 * n, 4);
+    CAPTURE(n);
+    const Tensor boxes = set.boxes.cuda(), scores = set.scores.cuda(), classes = set.classes.cuda();
+    const TransferCounts before = transfer_counts();
+    const ops::detail::NmsMask gpu = ops::detail::batched_nms_mask(boxes, scores, classes, 0.6);
+    CHECK((transfer_counts() - before).device_to_host == 0);
+    const ops::detail::NmsMask cpu = ops::detail::batched_nms_mask(set.boxes, set.scores, set.classes, 0.6);
+    CHECK(marked(gpu.keep_mask) == marked(cpu.keep_mask));
+    CHECK(gpu.status.to_vector<int64_t>() == cpu.status.to_vector<int64_t>());
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const ops::detail::NmsMask bad = ops::detail::batched_nms_mask(
+      boxes_of({0, 0, 1, inf, 2, 2, 3, 3}).cuda(), scores_of({0.5, 0.6}).cuda(), from_vector<int64_t>({0, 0}).cuda(), 0.5);
+  CHECK_THROWS_CONTAINING(ops::detail::check_nms_status("rpn", bad.status.to_vector<int64_t>()),
+                          "rpn: boxes contain NaN or Inf");
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/nms: errors for mixed devices and values the kernels find") {

@@ -6,6 +6,7 @@
 
 #include "autograd/gradcheck.h"
 #include "core/deterministic.h"
+#include "core/transfer_counts.h"
 #include "core/factories.h"
 #include "ops/roi_align/roi_align.h"
 #include "ops/shape/cat.h"
@@ -333,6 +334,20 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: K = 0 and N = 0 on the GPU") {
   }
   const Tensor y0 = roi_align(zeros({0, 3, 4, 4}, Device::cuda()), zeros({0, 5}, Device::cuda()));
   CHECK(y0.sizes() == Shape{0, 3, 7, 7});
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: check_roi_values off gives the same result with no device-to-host copy") {
+  const Tensor x = random({2, 8, 12, 12}, kFloat32, 9).cuda();
+  const Tensor rois = rois_from({0, 1, 1, 9, 7, 1, 0.5, 2, 11, 11, 0, 3, 3, 4, 4}).to(kFloat32).cuda();
+  const RoIAlignOptions checked = RoIAlignOptions().set_output_size(3).set_sampling_ratio(2);
+  const Tensor expected = roi_align(x, rois, checked);
+  const TransferCounts before = transfer_counts();
+  const Tensor y = roi_align(x, rois, RoIAlignOptions(checked).set_check_roi_values(false));
+  CHECK((transfer_counts() - before).device_to_host == 0);  // the check was the forward's only copy
+  CHECK(y.to_vector<float>() == expected.to_vector<float>());
+  // Shapes, dtypes and devices are still checked.
+  CHECK_THROWS_CONTAINING(roi_align(x, rois.narrow(1, 0, 4), RoIAlignOptions().set_check_roi_values(false)),
+                          "expected rois of shape (K, 5)");
 }
 
 MINIDET_CUDA_TEST_CASE("errors/roi_align: device mismatch and bad values found on the GPU") {
