@@ -146,14 +146,22 @@ void ProcessGroup::set_timeout(double seconds) {
 
 Watchdog::Scope ProcessGroup::watch(const std::string& what) { return Watchdog::Scope(*watchdog_, what); }
 
+NcclCommunicator& ProcessGroup::nccl_for(const Tensor& t) {
+  if (!nccl_) {
+    // Collective: every rank joins here with the same first CUDA tensor (DDP's first broadcast).
+    Watchdog::Scope scope = watch("creation of the NCCL communicator");
+    nccl_ = std::make_unique<NcclCommunicator>(rank_, size_, t.device());
+  }
+  return *nccl_;
+}
+
 std::unique_ptr<Work> ProcessGroup::start_all_reduce_sum(const Tensor& t, const std::string& what) {
   check_collective_tensor(t, what);
   if (size_ == 1) return std::make_unique<DoneWork>();
 #if MINIDET_WITH_MPI
   if (t.is_cuda()) {
     if (with_nccl()) {
-      if (!nccl_) nccl_ = std::make_unique<NcclCommunicator>(rank_, size_, t.device());
-      return nccl_->start_all_reduce_sum(t, *watchdog_, what);
+      return nccl_for(t).start_all_reduce_sum(t, *watchdog_, what);
     }
     // No NCCL: stage through the host, blocking.
     const Tensor host = t.to(Device::cpu());
@@ -186,8 +194,7 @@ void ProcessGroup::broadcast(const Tensor& t, int root, const std::string& what)
 #if MINIDET_WITH_MPI
   if (t.is_cuda()) {
     if (with_nccl()) {
-      if (!nccl_) nccl_ = std::make_unique<NcclCommunicator>(rank_, size_, t.device());
-      return nccl_->broadcast(t, root, *watchdog_, what);
+      return nccl_for(t).broadcast(t, root, *watchdog_, what);
     }
     const Tensor host = t.to(Device::cpu());
     broadcast(host, root, what);

@@ -85,11 +85,12 @@ class ProcessGroup {
  private:
   ProcessGroup();
   Watchdog::Scope watch(const std::string& what);
+  NcclCommunicator& nccl_for(const Tensor& t);  // created by the first CUDA collective
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::string host_;
   std::unique_ptr<Watchdog> watchdog_;
-  std::unique_ptr<NcclCommunicator> nccl_;  // created by the first CUDA collective
+  std::unique_ptr<NcclCommunicator> nccl_;
 };
 
 }  // namespace minidet::dist
