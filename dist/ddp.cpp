@@ -11,7 +11,6 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/grad_mode.h"
-#include "ops/elementwise/binary.h"
 
 namespace minidet::dist {
 
@@ -62,7 +61,7 @@ struct DistributedDataParallel::Reducer {
     }
     const std::string what = "all-reduce of gradient bucket " + std::to_string(b) + " (" +
                              std::to_string(bucket.params.size()) + " tensors, first '" + names[bucket.params[0]] + "')";
-    bucket.work = group->start_all_reduce_sum(bucket.flat, what);
+    bucket.work = group->start_all_reduce_mean(bucket.flat, what);
   }
 
   void finish() {
@@ -72,11 +71,9 @@ struct DistributedDataParallel::Reducer {
     for (Bucket& bucket : buckets) {
       bucket.work->wait();
       bucket.work.reset();
-      // The sum over ranks, divided once per bucket: every rank computes the same bits.
-      const Tensor mean = mul(bucket.flat, 1.0 / group->size());
-      for (size_t k = 0; k < bucket.params.size(); ++k) {
+      for (size_t k = 0; k < bucket.params.size(); ++k) {  // the flat buffer now holds the means
         const Tensor& param = params[bucket.params[k]];
-        const Tensor slot = mean.narrow(0, bucket.offsets[k], param.numel()).view(param.sizes());
+        const Tensor slot = bucket.flat.narrow(0, bucket.offsets[k], param.numel()).view(param.sizes());
         if (param.grad().defined()) param.grad().copy_(slot);
         else param.set_grad(slot.clone());
       }

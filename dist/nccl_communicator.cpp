@@ -78,8 +78,8 @@ NcclCommunicator::~NcclCommunicator() {
   if (state_->comm) ncclCommDestroy(state_->comm);
 }
 
-std::unique_ptr<Work> NcclCommunicator::start_all_reduce_sum(const Tensor& t, Watchdog& watchdog,
-                                                             const std::string& what) {
+std::unique_ptr<Work> NcclCommunicator::start_all_reduce(const Tensor& t, bool mean, Watchdog& watchdog,
+                                                         const std::string& what) {
   MINIDET_CHECK(t.device() == state_->device, what, ": tensor on ", t.device(), ", NCCL communicator on ",
                 state_->device);
   cuda::DeviceGuard guard(state_->device);
@@ -89,7 +89,7 @@ std::unique_ptr<Work> NcclCommunicator::start_all_reduce_sum(const Tensor& t, Wa
   MINIDET_CUDA_CHECK(cudaEventRecord(ready, cuda::current_stream()));
   MINIDET_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, ready, 0));
   MINIDET_NCCL_CHECK(ncclAllReduce(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
-                                   ncclSum, state_->comm, state_->stream));
+                                   mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
   MINIDET_CUDA_CHECK(cudaEventRecord(done, state_->stream));
   MINIDET_CUDA_CHECK(cudaEventDestroy(ready));  // destroying a recorded event is safe: CUDA frees it when done
   return std::make_unique<NcclWork>(done, watchdog, what);
@@ -117,7 +117,7 @@ namespace minidet::dist {
 struct NcclCommunicator::State {};
 NcclCommunicator::NcclCommunicator(int, int, const Device&) { MINIDET_FAIL("minidet was built without NCCL"); }
 NcclCommunicator::~NcclCommunicator() = default;
-std::unique_ptr<Work> NcclCommunicator::start_all_reduce_sum(const Tensor&, Watchdog&, const std::string&) {
+std::unique_ptr<Work> NcclCommunicator::start_all_reduce(const Tensor&, bool, Watchdog&, const std::string&) {
   MINIDET_FAIL("minidet was built without NCCL");
 }
 void NcclCommunicator::broadcast(const Tensor&, int, Watchdog&, const std::string&) {

@@ -11,7 +11,8 @@
 //   Work::wait():    host polls done (under the watchdog), then the default stream waits on done too
 // so the bucket is read by NCCL only once it is filled, and read back by minidet only once it is reduced.
 //
-// Compiled only when nccl.h was found (MINIDET_WITH_NCCL); otherwise every method refuses.
+// Compiled only when nccl.h was found (MINIDET_WITH_NCCL); otherwise every method refuses. Needs NCCL 2.10 or
+// later (ncclAvg).
 #pragma once
 
 #include <memory>
@@ -29,7 +30,8 @@ class NcclCommunicator {
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
 
-  std::unique_ptr<Work> start_all_reduce_sum(const Tensor& t, Watchdog& watchdog, const std::string& what);
+  // The sum over ranks, or with mean the average (ncclAvg).
+  std::unique_ptr<Work> start_all_reduce(const Tensor& t, bool mean, Watchdog& watchdog, const std::string& what);
   void broadcast(const Tensor& t, int root, Watchdog& watchdog, const std::string& what);
 
  private:

@@ -24,6 +24,16 @@ namespace minidet::dist {
 namespace {
 
 #if MINIDET_WITH_MPI
+// The mean from the sum, on a host tensor (contiguous, float32 or float64).
+void divide_in_place(const Tensor& t, int by) {
+  if (t.dtype() == kFloat64) {
+    for (double *p = t.data<double>(), *end = p + t.numel(); p != end; ++p) *p /= by;
+  } else {
+    MINIDET_CHECK(t.dtype() == kFloat32, "dist: the mean over ranks needs a floating tensor, got ", t.dtype());
+    for (float *p = t.data<float>(), *end = p + t.numel(); p != end; ++p) *p /= static_cast<float>(by);
+  }
+}
+
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
     case kFloat32: return MPI_FLOAT;
@@ -38,10 +48,16 @@ MPI_Datatype mpi_type(DType dtype) {
 // poll() (DDP polls from every gradient hook), during later MPI calls and at wait().
 class MpiWork final : public Work {
  public:
-  MpiWork(Watchdog& watchdog, std::string what) : watchdog_(watchdog), what_(std::move(what)) {}
+  // divide_by > 1: a mean, finished on the host once the sum has arrived.
+  MpiWork(const Tensor& t, int divide_by, Watchdog& watchdog, std::string what)
+      : tensor_(t), divide_by_(divide_by), watchdog_(watchdog), what_(std::move(what)) {}
   void wait() override {
-    Watchdog::Scope scope(watchdog_, what_);
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    {
+      Watchdog::Scope scope(watchdog_, what_);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
+    if (divide_by_ > 1) divide_in_place(tensor_, divide_by_);
+    divide_by_ = 1;  // a second wait() must not divide again
   }
   void poll() override {
     int done = 0;
@@ -50,6 +66,8 @@ class MpiWork final : public Work {
   MPI_Request request = MPI_REQUEST_NULL;
 
  private:
+  Tensor tensor_;
+  int divide_by_;
   Watchdog& watchdog_;
   std::string what_;
 };
@@ -156,20 +174,28 @@ NcclCommunicator& ProcessGroup::nccl_for(const Tensor& t) {
 }
 
 std::unique_ptr<Work> ProcessGroup::start_all_reduce_sum(const Tensor& t, const std::string& what) {
+  return start_all_reduce(t, false, what);
+}
+
+std::unique_ptr<Work> ProcessGroup::start_all_reduce_mean(const Tensor& t, const std::string& what) {
+  MINIDET_CHECK(is_floating(t.dtype()), "dist: ", what, ": the mean over ranks needs a floating tensor, got ",
+                t.dtype());
+  return start_all_reduce(t, true, what);
+}
+
+std::unique_ptr<Work> ProcessGroup::start_all_reduce(const Tensor& t, bool mean, const std::string& what) {
   check_collective_tensor(t, what);
   if (size_ == 1) return std::make_unique<DoneWork>();
 #if MINIDET_WITH_MPI
   if (t.is_cuda()) {
-    if (with_nccl()) {
-      return nccl_for(t).start_all_reduce_sum(t, *watchdog_, what);
-    }
+    if (with_nccl()) return nccl_for(t).start_all_reduce(t, mean, *watchdog_, what);
     // No NCCL: stage through the host, blocking.
     const Tensor host = t.to(Device::cpu());
-    all_reduce_sum(host, what);
+    start_all_reduce(host, mean, what)->wait();
     t.copy_(host);
     return std::make_unique<DoneWork>();
   }
-  auto work = std::make_unique<MpiWork>(*watchdog_, what);
+  auto work = std::make_unique<MpiWork>(t, mean ? size_ : 1, *watchdog_, what);
   MPI_Iallreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(t.numel()), mpi_type(t.dtype()), MPI_SUM,
                  MPI_COMM_WORLD, &work->request);
   return work;
@@ -179,13 +205,7 @@ std::unique_ptr<Work> ProcessGroup::start_all_reduce_sum(const Tensor& t, const 
 }
 
 void ProcessGroup::all_reduce_sum(const Tensor& t, const std::string& what) {
-  check_collective_tensor(t, what);
-  if (size_ == 1) return;
-#if MINIDET_WITH_MPI
-  if (t.is_cuda()) return start_all_reduce_sum(t, what)->wait();
-  Watchdog::Scope scope = watch(what);
-  MPI_Allreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(t.numel()), mpi_type(t.dtype()), MPI_SUM, MPI_COMM_WORLD);
-#endif
+  start_all_reduce(t, false, what)->wait();
 }
 
 void ProcessGroup::broadcast(const Tensor& t, int root, const std::string& what) {

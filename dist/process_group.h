@@ -68,6 +68,9 @@ class ProcessGroup {
   void all_reduce_sum(const Tensor& t, const std::string& what);
   // Starts the same sum and returns at once; the tensor must not be touched until Work::wait() returns.
   std::unique_ptr<Work> start_all_reduce_sum(const Tensor& t, const std::string& what);
+  // The same for the mean over ranks (floating tensors): NCCL averages itself (ncclAvg); for MPI, which has
+  // no mean, wait() divides the sum by size() on the host. Every rank computes the same bits.
+  std::unique_ptr<Work> start_all_reduce_mean(const Tensor& t, const std::string& what);
   // In place: every rank gets root's values.
   void broadcast(const Tensor& t, int root, const std::string& what);
   void broadcast(std::string& text, int root, const std::string& what);
@@ -85,7 +88,8 @@ class ProcessGroup {
  private:
   ProcessGroup();
   Watchdog::Scope watch(const std::string& what);
-  NcclCommunicator& nccl_for(const Tensor& t);  // created by the first CUDA collective
+  NcclCommunicator& nccl_for(const Tensor& t);
+  std::unique_ptr<Work> start_all_reduce(const Tensor& t, bool mean, const std::string& what);  // created by the first CUDA collective
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::string host_;
