@@ -33,8 +33,10 @@ struct DistributedDataParallel::Reducer {
   size_t next_to_start = 0;  // buckets start in index order
   bool sync = true;          // false inside no_sync()
 
+  bool active() const { return group->size() > 1 && sync; }
+
   void on_gradient(size_t index) {
-    if (!sync) return;
+    if (!active()) return;
     MINIDET_CHECK(!ready[index], "DistributedDataParallel: parameter '", names[index], "' received a gradient twice ",
                   "before finish_gradient_sync(): call ddp.backward(loss) (or finish_gradient_sync() after each ",
                   "backward), or accumulate inside ddp.no_sync()");
@@ -65,7 +67,7 @@ struct DistributedDataParallel::Reducer {
   }
 
   void finish() {
-    if (!sync) return;
+    if (!active()) return;
     for (; next_to_start < buckets.size(); ++next_to_start) start(next_to_start);  // unused ones, or overlap off
     NoGradGuard no_grad;
     for (Bucket& bucket : buckets) {
@@ -149,12 +151,13 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, ProcessGrou
     bucket_bytes += p.numel() * static_cast<int64_t>(element_size(p.dtype()));
     r.bucket_of.push_back(r.buckets.size() - 1);
   }
+  r.ready.assign(r.params.size(), false);
+  if (group.size() == 1) return;  // alone: no buffers, no hooks; backward's gradients are already the mean
   for (Reducer::Bucket& bucket : r.buckets) {
     const Tensor& last = r.params[bucket.params.back()];
     bucket.flat = zeros({bucket.offsets.back() + last.numel()}, last.options());
     bucket.pending = bucket.params.size();
   }
-  r.ready.assign(r.params.size(), false);
   std::weak_ptr<Reducer> weak = reducer_;
   for (size_t i = 0; i < r.params.size(); ++i) {
     autograd::register_post_accumulate_grad_hook(r.params[i], [weak, i](const Tensor&) {
@@ -172,7 +175,7 @@ void DistributedDataParallel::backward(const Tensor& loss) {
 
 void DistributedDataParallel::finish_gradient_sync() {
   reducer_->finish();
-  if (!options_.broadcast_buffers || !reducer_->sync) return;
+  if (!options_.broadcast_buffers || !reducer_->active()) return;
   NoGradGuard no_grad;
   for (const auto& [name, buffer] : module_.named_buffers())
     group_.broadcast(buffer.detach(), 0, "broadcast of buffer '" + name + "' from rank 0");

@@ -32,6 +32,9 @@
 // broadcast_buffers (default) rank 0's are copied to every rank after each synchronised backward, so the
 // ranks evaluate and checkpoint the same model (PyTorch's DDP copies them before each forward instead).
 //
+// With one rank (a program run without mpirun) it does nothing at all: no buffers, no hooks, no copies, so
+// single-process training is exactly what it was (unused parameters keep no gradient).
+//
 // Wrap the model once it is on its device and in its dtype: the buckets are allocated there, and the hooks
 // are on the parameters (Module::to() keeps them, but the buckets would stay behind).
 //

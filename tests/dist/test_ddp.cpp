@@ -125,6 +125,10 @@ TEST_CASE("values/dist_ddp: a parameter without a gradient is reduced as zeros")
   auto& first = static_cast<nn::Linear&>(*(*mlp)[0]);
   ddp.backward(mean(first.forward(ones({2, 5}, kFloat64))));
   auto& last = static_cast<nn::Linear&>(*(*mlp)[4]);
+  if (dist::ProcessGroup::world().size() == 1) {  // alone, DDP does nothing: backward's own result
+    CHECK(!last.weight.grad().defined());
+    return;
+  }
   REQUIRE(last.weight.grad().defined());
   CHECK(test::max_abs_diff(last.weight.grad(), zeros({2, 7}, kFloat64)) == 0);
   CHECK(test::max_abs_diff(first.bias.grad(), full({16}, 1.0 / 16, kFloat64)) < 1e-15);
