@@ -43,8 +43,14 @@ inline std::ofstream& json_file() {
   return file;
 }
 
-// Parses the common flags; prints the usage and exits on anything else.
-inline Args parse_args(int argc, char** argv, int default_cpu_reps = 5) {
+// A program's own flags: given argv and the index of an argument the common flags do not know, returns
+// true when it took that argument (advancing i past any value it read), false to reject it.
+using ExtraFlags = std::function<bool(int argc, char** argv, int& i)>;
+
+// Parses the common flags, and the program's own through `extra` (listed in the usage by `extra_usage`);
+// prints the usage and exits on anything else.
+inline Args parse_args(int argc, char** argv, int default_cpu_reps = 5, const ExtraFlags& extra = nullptr,
+                       const char* extra_usage = "") {
   Args args;
   args.cpu_reps = default_cpu_reps;
   for (int i = 1; i < argc; ++i) {
@@ -54,9 +60,9 @@ inline Args parse_args(int argc, char** argv, int default_cpu_reps = 5) {
     else if (arg == "--gpu-reps" && i + 1 < argc) args.gpu_reps = std::max(50, std::atoi(argv[++i]));
     else if (arg == "--skip-cpu") args.skip_cpu = true;
     else if (arg == "--skip-gpu") args.skip_gpu = true;
-    else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--cpu-reps N] [--gpu-reps N>=50] [--skip-cpu] [--skip-gpu]\n",
-                   argv[0]);
+    else if (!extra || !extra(argc, argv, i)) {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--cpu-reps N] [--gpu-reps N>=50] [--skip-cpu] [--skip-gpu]%s%s\n",
+                   argv[0], *extra_usage ? " " : "", extra_usage);
       std::exit(2);
     }
   }

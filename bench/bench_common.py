@@ -3,7 +3,9 @@ reading bench_<op>'s JSON lines, and the ratio table.
 
 A twin script defines its workloads and a function that returns rows (dicts with at least bench, impl,
 device, shape, pass, median_ms), then calls main(). Timing: 10 warm-up runs, then the median of --reps (>= 50)
-runs, each between two CUDA events, as bench_common.h does for minidet.
+runs, each between two CUDA events, as bench_common.h does for minidet. Rows may also carry per-run counts
+(COUNT_FIELDS: kernel launches, host synchronisations, peak memory...); where both sides have one, a second
+table compares them.
 """
 import argparse
 import json
@@ -28,6 +30,41 @@ def time_median_ms(torch, fn, reps, warmup=10):
         stop.synchronize()
         times.append(start.elapsed_time(stop))
     return median(times)
+
+
+COUNT_FIELDS = ("launches", "syncs", "d2h", "h2d", "device_allocations", "peak_bytes")
+
+
+def load_minidet_rows(path, benches):
+    """{(bench, shape, pass): the whole JSON row} for the GPU rows of bench_<op>'s JSON file."""
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                r = json.loads(line)
+                if r.get("bench") in benches and r.get("device", "").startswith("cuda"):
+                    rows[(r["bench"], r["shape"], r["pass"])] = r
+    return rows
+
+
+def print_counts(minidet_rows, rows):
+    """For each row with counts whose key minidet also measured, the counts side by side."""
+    pairs = [(r, minidet_rows[(r["bench"], r["shape"], r["pass"])]) for r in rows
+             if (r["bench"], r["shape"], r["pass"]) in minidet_rows]
+    fields = [f for f in COUNT_FIELDS if any(f in r and f in m for r, m in pairs)]
+    if not fields:
+        return
+    print("\n== counts per run, minidet / PyTorch (n/a: not measured) ==")
+    print(f"{'bench':<16} {'shape':<34} {'pass':<8} " + " ".join(f"{f:>22}" for f in fields))
+    for r, m in pairs:
+        cells = []
+        for f in fields:
+            mine, theirs = m.get(f), r.get(f)
+            if f == "peak_bytes":
+                mine, theirs = [None if v is None else round(v / 2**20, 1) for v in (mine, theirs)]
+            cells.append(f"{'n/a' if mine is None else mine} / {'n/a' if theirs is None else theirs}".rjust(22))
+        print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<8} " + " ".join(cells))
 
 
 def load_minidet(path, benches, device_name):
@@ -69,12 +106,16 @@ def print_ratios(minidet, rows, device_name):
                           "ratio": round(m / t, 3)}))
 
 
-def main(doc, benches, run_torch):
-    """benches: the bench names of bench_<op>'s rows to compare; run_torch(torch, reps) -> (device, rows)."""
+def main(doc, benches, run_torch, add_arguments=None, minidet_bin_args=None):
+    """benches: the bench names of bench_<op>'s rows to compare; run_torch(torch, reps) -> (device, rows).
+    A twin with flags of its own passes add_arguments(parser); run_torch is then called as
+    run_torch(torch, reps, args), and minidet_bin_args(args) lists what --minidet-bin should also pass."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minidet-json", help="JSON lines written by bench_<op> --json")
     parser.add_argument("--minidet-bin", help="bench_<op> executable: run it first (GPU part) and compare")
     parser.add_argument("--reps", type=int, default=100)
+    if add_arguments:
+        add_arguments(parser)
     args = parser.parse_args()
     reps = max(args.reps, 50)
     try:
@@ -89,9 +130,10 @@ def main(doc, benches, run_torch):
         import subprocess
         import tempfile
         args.minidet_json = args.minidet_json or tempfile.mktemp(suffix=".json")
-        subprocess.run([args.minidet_bin, "--skip-cpu", "--gpu-reps", str(reps), "--json", args.minidet_json],
+        extra = minidet_bin_args(args) if minidet_bin_args else []
+        subprocess.run([args.minidet_bin, "--skip-cpu", "--gpu-reps", str(reps), "--json", args.minidet_json] + extra,
                        check=True)
-    device_name, rows = run_torch(torch, reps)
+    device_name, rows = run_torch(torch, reps, args) if add_arguments else run_torch(torch, reps)
     print(f"== PyTorch {torch.__version__} on {device_name}, median of {reps} ==")
     print_rows(rows)
     if not args.minidet_json:
@@ -101,4 +143,5 @@ def main(doc, benches, run_torch):
         print(f"no minidet GPU rows in {args.minidet_json}: run bench_<op> on a GPU with --json", file=sys.stderr)
         return 1
     print_ratios(minidet, rows, device_name)
+    print_counts(load_minidet_rows(args.minidet_json, benches), rows)
     return 0

@@ -1,5 +1,6 @@
 #include "core/allocator.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/cuda/availability.h"
@@ -16,13 +17,28 @@ class CpuAllocator final : public Allocator {
     // std::aligned_alloc wants the size to be a multiple of the alignment.
     const size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
     void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
-    MINIDET_CHECK(ptr != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes");
+    MINIDET_CHECK(ptr != nullptr, "CPU allocator: out of memory allocating ", format_bytes(nbytes), " (", nbytes,
+                  " bytes)");
     return ptr;
   }
   void deallocate(void* ptr) override { std::free(ptr); }
 };
 
 }  // namespace
+
+std::string format_bytes(uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < sizeof units / sizeof units[0]) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f %s", value, units[unit]);
+  return text;
+}
 
 Allocator* allocator_for(const Device& device) {
   static CpuAllocator cpu_allocator;

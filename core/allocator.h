@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
 #include "core/device.h"
 
@@ -23,5 +25,9 @@ class Allocator {
 Allocator* allocator_for(const Device& device);
 
 constexpr size_t kCpuAlignment = 64;
+
+// Bytes for people, in powers of 1024 with two decimals: "512 B", "1.50 KiB", "4.00 TiB". Out-of-memory
+// messages print this next to the exact count.
+std::string format_bytes(uint64_t bytes);
 
 }  // namespace minidet

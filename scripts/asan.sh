@@ -10,6 +10,8 @@ bash scripts/install-deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake --preset asan
 cmake --build --preset asan -j "$jobs"
-# detect_leaks: a leaked tensor or graph node is a bug here too.
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+# detect_leaks: a leaked tensor or graph node is a bug here too. allocator_may_return_null: a failed
+# allocation returns null to minidet's allocator, which throws its out-of-memory error (tested), instead of
+# ASan aborting the process.
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
   ctest --preset asan -j "$jobs" "$@"

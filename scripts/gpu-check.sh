@@ -9,14 +9,19 @@
 #   demo      examples/train_mlp on the GPU
 #   train     minidet train on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
 #   bench     the benchmarks and their PyTorch twins
+#   tta       time to accuracy of the detector, minidet and torchvision (bench_detector and
+#             bench/detector_torch.py --time-to-accuracy; minutes each, so not in `all`; TTA_ARGS for both)
 #   asan      the whole CPU suite under AddressSanitizer + UBSan (scripts/asan.sh's build, on 16 cores)
 #   longrun   the long-run health tests for LONG_RUN_STEPS steps (default 300), CPU and CUDA
+#   killresume  scripts/kill-resume.sh: KILL_TRIALS (default 100) kill -9 / --resume trials of a tiny CPU
+#             minidet train; the summary's "corrupt checkpoints found" must be 0
 #   tests     = ctest,sanitize,demo          all = tests,train,bench
 # A full run may not fit one 10-minute device call: run `tests`, then `train,bench` on the still-warm machine.
 #
 #   bash scripts/gpu-check.sh ctest,train
 #   TOOLS=memcheck FILTER="cuda/nms*" bash scripts/gpu-check.sh sanitize   # one sanitizer, some cases
 #   BENCH=nms bash scripts/gpu-check.sh bench                              # one benchmark and its twin
+#   TTA_ARGS="--target 0.9 --eval-every 25" bash scripts/gpu-check.sh tta
 #   TRAIN_SWEEP="--set schedule.lr=1e-3|--set schedule.lr=2e-3" bash scripts/gpu-check.sh train
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -132,7 +137,7 @@ if wants asan; then
   note "== AddressSanitizer + UBSan over the whole CPU suite (preset asan)"
   start=$(date +%s)
   if { cmake --preset asan && cmake --build --preset asan -j 16; } >"$OUT/asan-build.log" 2>&1; then
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --preset asan -j 16 >"$OUT/asan.log" 2>&1
     note "asan ctest exit code $? in $(( $(date +%s) - start )) s"
     grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$OUT/asan.log" | tee -a "$summary"
@@ -145,6 +150,13 @@ if wants longrun; then
   note "== long-run health, ${LONG_RUN_STEPS:=300} steps"
   MINIDET_LONG_RUN_STEPS=$LONG_RUN_STEPS build/gpu/tests/test_models -tc="*long_run*" -s 2>&1 |
     grep -E "MESSAGE|ERROR|test cases" | tee -a "$summary"
+fi
+
+if wants killresume; then
+  note "== kill -9 / --resume trials of minidet train, ${KILL_TRIALS:=100} trials"
+  bash scripts/kill-resume.sh "$KILL_TRIALS" build/gpu >"$OUT/killresume.log" 2>&1
+  note "kill-resume exit code $?"
+  grep -E "summary|PASSED|FAILED|ERROR" "$OUT/killresume.log" | tee -a "$summary"
 fi
 
 if wants bench; then
@@ -164,5 +176,19 @@ if wants bench; then
         tee -a "$summary"
     fi
   done
+fi
+if wants tta; then
+  # Both detectors train from scratch with minidet's default schedule and are evaluated on the held-out
+  # shapes every --eval-every steps; the training clock stops during evaluations. Output: $OUT/tta.jsonl.
+  note "== time to accuracy (bench_detector and bench/detector_torch.py --time-to-accuracy ${TTA_ARGS:-})"
+  mkdir -p /tmp/minidet-bench
+  rm -f /tmp/minidet-bench/tta.jsonl
+  # shellcheck disable=SC2086
+  build/gpu/bench/bench_detector --time-to-accuracy ${TTA_ARGS:-} --json /tmp/minidet-bench/tta.jsonl 2>&1 |
+    tee -a "$summary"
+  cp /tmp/minidet-bench/tta.jsonl "$OUT/tta.jsonl" 2>/dev/null
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 python3 bench/detector_torch.py --time-to-accuracy ${TTA_ARGS:-} \
+    --minidet-json /tmp/minidet-bench/tta.jsonl 2>&1 | tee -a "$summary"
 fi
 note "== done"

@@ -108,6 +108,22 @@ class CachingAllocator {
     pool.free_blocks.clear();
   }
 
+  // What a reader needs to act on an out-of-memory error: the request, what minidet's cache holds (tensors
+  // in use, and cached blocks it could give back), and what the whole device has left, which also counts
+  // other processes and the CUDA context.
+  [[noreturn]] static void fail_out_of_memory(const DevicePool& pool, int device, size_t size, size_t requested) {
+    size_t free_bytes = 0, total_bytes = 0;
+    std::string device_memory = "free/total unknown";
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+      device_memory = format_bytes(free_bytes) + " free of " + format_bytes(total_bytes);
+    (void)cudaGetLastError();
+    MINIDET_FAIL("CUDA out of memory: tried to allocate ", format_bytes(requested), " (", requested, " bytes, ",
+                 size, " rounded) on cuda:", device, "; minidet's cache holds ",
+                 format_bytes(static_cast<uint64_t>(pool.stats.allocated_bytes)), " allocated to tensors and ",
+                 format_bytes(static_cast<uint64_t>(pool.stats.reserved_bytes)), " reserved from the driver; the device has ",
+                 device_memory, ". Free tensors you no longer need or use a smaller batch");
+  }
+
   // Caller holds mutex_.
   void* device_malloc(DevicePool& pool, int device, size_t size, size_t requested) {
     DeviceGuard guard(Device::cuda(device));
@@ -119,10 +135,8 @@ class CachingAllocator {
       err = cudaMalloc(&ptr, size);
     }
     if (err == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();
-      MINIDET_FAIL("CUDA out of memory: tried to allocate ", requested, " bytes (", size, " rounded) on cuda:",
-                   device, "; ", pool.stats.allocated_bytes, " bytes allocated by minidet, ",
-                   pool.stats.reserved_bytes, " reserved");
+      (void)cudaGetLastError();  // cleared, so the process can go on (smaller batch, free tensors, CPU)
+      fail_out_of_memory(pool, device, size, requested);
     }
     MINIDET_CUDA_CHECK(err);
     pool.stats.reserved_bytes += static_cast<int64_t>(size);

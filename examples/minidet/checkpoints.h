@@ -2,8 +2,8 @@
 // of nn::capture_training_state plus two entries of the program's own:
 //   "minidet.config"      the RunConfig as JSON bytes (uint8), so a checkpoint alone rebuilds its model;
 //   "minidet.best_map50"  the best mAP@0.5 so far, so a resumed run keeps choosing best.ckpt correctly.
-// A run folder holds last.ckpt (the latest state: at each evaluation, at the end, on Ctrl-C) and best.ckpt
-// (the state with the best held-out mAP@0.5).
+// A run folder holds last.ckpt (the latest state: at step 0, at each evaluation, at the end, on Ctrl-C) and
+// best.ckpt (the state with the best held-out mAP@0.5). Both are replaced atomically (see train.cpp).
 #pragma once
 
 #include <memory>

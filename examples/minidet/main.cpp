@@ -22,10 +22,23 @@ using namespace minidet;
 
 namespace {
 
+// CLI11's NonNegativeNumber spells its upper bound, DBL_MAX, out in full (300 digits) when it refuses a
+// value; this says the rule in words: "--threads: must be >= 0, got -1".
+const CLI::Validator kNonNegative(
+    [](std::string& value) {
+      try {
+        if (std::stod(value) >= 0) return std::string();
+      } catch (const std::exception&) {
+        return std::string();  // not a number: the option's own conversion says so
+      }
+      return "must be >= 0, got " + value;
+    },
+    "NUMBER >= 0");
+
 void add_device_options(CLI::App* command, std::string& device, int& threads) {
   command->add_option("--device", device, "auto (the GPU when there is one), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  command->add_option("--threads", threads, "CPU threads (OpenMP); 0: all cores")->check(CLI::NonNegativeNumber);
+  command->add_option("--threads", threads, "CPU threads (OpenMP); 0: all cores")->check(kNonNegative);
 }
 
 // The one error line. On a terminal, end the live progress line first so the message starts a line.
@@ -59,7 +72,7 @@ int main(int argc, char** argv) {
   train_command->add_option("--resume", train.resume, "continue the run in this folder (or from this checkpoint)");
   train_command->add_option("--stop-after", train.stop_after,
                             "stop after this step as Ctrl-C would (checkpoint, exit 0), to split a run")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   train_command->add_flag("--detect-anomaly", train.detect_anomaly,
                           "name the op that produced a NaN/Inf gradient (slow; for debugging)");
   train_command->add_option("--dist-timeout", train.dist_timeout,
@@ -87,7 +100,7 @@ int main(int argc, char** argv) {
   eval_command->add_option("--val-images", eval.val_images, "folder of the validation images");
   eval_command->add_option("--out", eval.out, "COCO results file (default <checkpoint>.results.json)");
   eval_command->add_option("--batch", eval.batch, "images per forward pass (default: the run's batch)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   add_device_options(eval_command, eval.device, eval.threads);
 
   cli::DetectArgs detect;
@@ -103,7 +116,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   detect_command->add_option("--resize", detect.resize,
                              "scale images so the longer side has this many pixels (0: as they are)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   add_device_options(detect_command, detect.device, detect.threads);
 
   try {

@@ -1,4 +1,5 @@
-// See metrics.h. Lines are flushed one by one, so an interrupted run loses nothing it printed.
+// See metrics.h. Lines are written one by one (one write(2) each), so an interrupted run loses nothing it
+// printed, and a write that fails (disk full) stops the run naming the file and the reason.
 #include "examples/minidet/metrics.h"
 
 #include <cmath>
@@ -6,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_write.h"
 #include "data/image/draw.h"
 #include "data/image/image_io.h"
 #include "data/image/plot.h"
@@ -54,17 +56,13 @@ MetricsLog::MetricsLog(std::string path, int64_t resume_step) : path_(std::move(
       }
     }
   }
-  std::ofstream out(path_, std::ios::trunc);
-  MINIDET_CHECK(out.good(), "cannot write '", path_, "'");
-  for (const std::string& line : kept) out << line << "\n";
+  // Replaced atomically: a run killed while resuming must not lose the history it is resuming.
+  std::string text;
+  for (const std::string& line : kept) text += line + "\n";
+  write_file_atomically("", path_, text);
 }
 
-void MetricsLog::append_line(const std::string& line) {
-  std::ofstream out(path_, std::ios::app);
-  out << line << "\n";
-  out.flush();
-  MINIDET_CHECK(out.good(), "writing '", path_, "' failed");
-}
+void MetricsLog::append_line(const std::string& line) { append_to_file("", path_, line + "\n"); }
 
 void MetricsLog::add_train(const TrainRecord& r) {
   ordered line = {{"type", "train"}, {"step", r.step}, {"loss", number(r.loss)}};

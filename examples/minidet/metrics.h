@@ -5,7 +5,9 @@
 //   {"type":"eval","step":250,"map50":0.93,"coco_ap":0.71,"coco_ap50":..,"coco_ap75":..,"ap_<class>":..}
 // The log keeps every line in memory too, because loss.png and map.png are redrawn from the whole history
 // at each evaluation. Resuming at step s keeps the lines up to s and drops any later ones (written after the
-// checkpoint the run resumes from), so the file always tells the story of the run that the model holds.
+// checkpoint the run resumes from) and any line cut by a crash, so the file always tells the story of the
+// run that the model holds: each logged step once. That rewrite replaces the file atomically, so a run
+// killed while resuming keeps its history too.
 #pragma once
 
 #include <array>

@@ -8,19 +8,16 @@
 
 #include <chrono>
 #include <csignal>
-#include <thread>
-
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/factories.h"
 #include "data/image/image_io.h"
 #include "data/shapes/shapes_dataset.h"
+#include "examples/minidet/cli_test_support.h"
 #include "nn/checkpoint/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -29,72 +26,7 @@ using namespace minidet;
 
 namespace {
 
-// A run config small enough to train 6 steps in a second or two: 64 px, 6 training images (3 batches of
-// 2 per epoch, so the 6 steps cross an epoch), a backbone a few channels wide.
-const char* kTinyConfig = R"({
-  "schedule": {"steps": 6, "batch": 2, "eval_every": 3, "log_every": 1, "warmup": 1, "detection_images": 2},
-  "data": {"image_size": 64, "train_images": 6, "test_images": 4},
-  "detector": {
-    "backbone": {"stem_channels": 8, "widths": [8, 16, 16], "blocks": [1, 1, 1], "strides": [2, 2, 1]},
-    "rpn": {"batch_size_per_image": 32, "train": {"pre_nms_top_n": 100, "post_nms_top_n": 32},
-            "test": {"pre_nms_top_n": 100, "post_nms_top_n": 32}},
-    "roi_heads": {"representation_size": 16, "batch_size_per_image": 32}}
-})";
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
-
-// A fresh folder per test case, under the build tree.
-fs::path fresh_folder(const std::string& name) {
-  const fs::path folder = fs::path(MINIDET_CLI_TEST_DIR) / name;
-  fs::remove_all(folder);
-  fs::create_directories(folder);
-  return folder;
-}
-
-// Runs `minidet <arguments>` in `folder` with stdout and stderr captured; --threads is pinned by the
-// callers that compare losses, since the CPU kernels' summation order may follow the thread count.
-Result run_minidet(const fs::path& folder, const std::string& arguments) {
-  const std::string command = "cd '" + folder.string() + "' && '" + MINIDET_EXE + "' " + arguments +
-                              " > stdout.txt 2> stderr.txt";
-  const int status = std::system(command.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_text(folder / "stdout.txt");
-  r.err = read_text(folder / "stderr.txt");
-  return r;
-}
-
-std::vector<json> read_jsonl(const fs::path& path) {
-  std::vector<json> lines;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(json::parse(line));  // throws (fails the test) on bad JSON
-  return lines;
-}
-
-// The train lines without their timings, which differ from run to run.
-std::vector<json> loss_lines(const fs::path& metrics) {
-  std::vector<json> out;
-  for (json line : read_jsonl(metrics)) {
-    if (line.at("type") != "train") continue;
-    line.erase("images_per_s");
-    line.erase("elapsed_s");
-    out.push_back(line);
-  }
-  return out;
-}
+using namespace minidet_cli_test;
 
 void check_run_folder(const fs::path& run) {
   for (const char* name : {"config.json", "metrics.jsonl", "loss.png", "map.png", "last.ckpt", "best.ckpt"}) {
@@ -282,6 +214,21 @@ TEST_CASE("errors/minidet: bad arguments, files and data give one clear line and
       {"detect --checkpoint run missing.png --out found", "no image file 'missing.png'"},
       {"detect --checkpoint run", "IMAGES is required (see minidet --help)"},
       {"", "A subcommand is required (see minidet --help)"},
+      {"train --threads -1", "--threads: must be >= 0, got -1 (see minidet --help)"},
+      {"train --stop-after x", "Could not convert: --stop-after = x (see minidet --help)"},
+      {"eval --checkpoint run --batch -1", "--batch: must be >= 0, got -1 (see minidet --help)"},
+      {"train --set schedule.lr=abc", "config: schedule.lr must be a number, got \"abc\""},
+      {"train --config tiny.json --set detector.num_classes=0 --out zero_classes",
+       "config: detector: DetectorConfig: num_classes must be at least 1, got 0"},
+      {"train --config tiny.json --set schedule.batch=100 --out big_batch",
+       "the training data has 6 images, fewer than one batch of 100"},
+      {"train --resume run --config tiny.json", "--resume continues a run with its own config; leave out --config"},
+      {"train --resume run --out other", "--resume continues in its own run folder 'run'; leave out --out"},
+      {"train --resume missing", "no checkpoint or run folder 'missing'"},
+      {"detect --checkpoint run tiny.json --out found",
+       "read_image: tiny.json is neither a PNG nor a JPEG file (by its first bytes)"},
+      {"detect --checkpoint run a.png --out found --score-threshold 2",
+       "--score-threshold: Value 2 not in range 0.000000 to 1.000000 (see minidet --help)"},
   };
   for (const auto& [arguments, message] : cases) {
     CAPTURE(arguments);

@@ -9,6 +9,13 @@
 // (seed, epoch, index), so restarting epoch `epoch` and skipping the batches already trained on gives the
 // very batches the uninterrupted run would have seen; on the CPU the losses match bit for bit.
 //
+// Crash safety (kill -9, power loss): checkpoints, config.json and the rewrite of metrics.jsonl on resume
+// go to "<name>.tmp", renamed over <name> (core/file_write.h), so a checkpoint is always complete. A fresh
+// run saves last.ckpt at step 0 before its first step, so from then on `--resume` always has a checkpoint
+// to continue from; the resumed run drops the metrics lines after the checkpoint's step and trains those
+// steps again, to the same bits. A run killed before that first save has no last.ckpt and is started again
+// with its original command.
+//
 // Data parallel (`mpirun -np N minidet train`, dist/): schedule.batch is the global batch; each rank trains
 // on its batch / N images of every global batch (the loader's shards) and DistributedDataParallel averages
 // the gradients, so N ranks take the steps one process would take, in the same data order. That is why
@@ -25,7 +32,10 @@
 #include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <thread>
 
 #include "autograd/anomaly.h"
 #include "core/error.h"
@@ -72,12 +82,17 @@ struct Run {
   const Schedule& schedule() const { return setup.config.schedule; }
   std::string path(const std::string& name) const { return setup.folder + "/" + name; }
 
+  // MINIDET_TEST_PAUSE_IN_CHECKPOINT_WRITE=ms is a test-only hook (test_minidet_crash.cpp): it sleeps
+  // between writing "<name>.tmp" and renaming it, so a test can kill the run in the middle of a save.
   void save(const std::string& name, int64_t step) const {
     nn::Checkpoint checkpoint =
         nn::capture_training_state(*model, optimizer.get(), scheduler.get(), generator.get(), {step, loader->epoch()});
     checkpoint.put(kConfigEntry, setup.config.to_tensor());
     checkpoint.put(kBestMapEntry, from_vector<double>({best_map50}));
-    nn::save_checkpoint(path(name), checkpoint);
+    std::function<void()> pause;
+    if (const char* ms = std::getenv("MINIDET_TEST_PAUSE_IN_CHECKPOINT_WRITE"))
+      pause = [ms = std::atoi(ms)] { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
+    nn::save_checkpoint(path(name), checkpoint, pause);
   }
 };
 
@@ -222,6 +237,7 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
   const bool main = group.is_main();
   std::optional<MetricsLog> metrics;  // only rank 0 writes metrics.jsonl
   if (main) metrics.emplace(run.path("metrics.jsonl"), first - 1);
+  if (main && !run.setup.resume) run.save("last.ckpt", 0);  // from here on, --resume always works (see the top)
   // Only rank 0 prints: N progress lines would be noise (errors still reach stderr).
   if (!main && std::freopen("/dev/null", "w", stdout) == nullptr) MINIDET_FAIL("cannot silence stdout");
   if (group.size() > 1)
@@ -231,7 +247,7 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
               "%s steps %lld..%lld of %lld images\n",
               static_cast<long long>(run.model->num_parameters()), run.device.is_cuda() ? "the GPU" : "the CPU",
               static_cast<long long>(run.setup.data.train->size()), static_cast<long long>(run.setup.data.val->size()),
-              first > 1 ? "resuming," : "training", static_cast<long long>(first), static_cast<long long>(s.steps),
+              run.setup.resume ? "resuming," : "training", static_cast<long long>(first), static_cast<long long>(s.steps),
               static_cast<long long>(s.batch));
   std::printf("run folder %s\n", run.setup.folder.c_str());
   std::fflush(stdout);

@@ -4,9 +4,9 @@
 
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
+#include "core/file_write.h"
 
 namespace minidet::cli {
 
@@ -35,13 +35,16 @@ void apply_data_flags(const TrainArgs& args, RunConfig& config) {
 }
 
 void write_config(const RunConfig& config, const std::string& folder) {
-  const std::string path = folder + "/config.json", temp = path + ".tmp";
-  {
-    std::ofstream out(temp);
-    out << config.to_json() << "\n";
-    MINIDET_CHECK(out.good(), "cannot write '", temp, "'");
-  }
-  fs::rename(temp, path);
+  write_file_atomically("", folder + "/config.json", config.to_json() + "\n");
+}
+
+// A process killed while writing a file leaves "<name>.tmp" (core/file_write.h). Nothing reads it, so the
+// next run in the folder removes it: only the run's own names, since --out may be a folder that holds
+// other files. A folder that refuses (read-only) keeps it, and the write that follows reports why.
+void remove_stale_temp_files(const std::string& folder) {
+  std::error_code ec;
+  for (const char* name : {"last.ckpt.tmp", "best.ckpt.tmp", "config.json.tmp", "metrics.jsonl.tmp"})
+    fs::remove(fs::path(folder) / name, ec);
 }
 
 // The checkpoint's config with the --set overrides; anything but the schedule must stay as trained.
@@ -89,8 +92,11 @@ TrainSetup prepare_training(const TrainArgs& args, dist::ProcessGroup& group) {
     adopt_classes(setup.config, *setup.data.train);  // for the shapes, num_classes picked them: unchanged
   }
   setup.config.validate();
-  if (group.is_main()) {
-    fs::create_directories(setup.folder);
+  if (group.is_main()) {  // the other ranks only read: rank 0 alone creates and writes
+    std::error_code ec;
+    fs::create_directories(setup.folder, ec);
+    MINIDET_CHECK(!ec, "cannot create run folder ", setup.folder, ": ", ec.message());
+    remove_stale_temp_files(setup.folder);
     write_config(setup.config, setup.folder);
   }
   return setup;

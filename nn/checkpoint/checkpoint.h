@@ -13,6 +13,7 @@
 // epoch); restore_training_state() checks every name and shape first and changes nothing on a mismatch.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/generator.h"
@@ -34,7 +35,9 @@ struct Checkpoint {
 constexpr char kCheckpointMagic[8] = {'M', 'D', 'E', 'T', 'C', 'K', 'P', 'T'};
 constexpr uint32_t kCheckpointVersion = 1;
 
-void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+// `before_rename` is a test hook (see write_file_atomically): it runs when "<path>.tmp" is complete.
+void save_checkpoint(const std::string& path, const Checkpoint& checkpoint,
+                     const std::function<void()>& before_rename = {});
 Checkpoint load_checkpoint(const std::string& path);
 
 struct TrainingProgress {

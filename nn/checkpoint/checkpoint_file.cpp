@@ -1,7 +1,4 @@
 // Reading and writing the checkpoint file format (docs/checkpoint-format.md).
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -10,6 +7,7 @@
 
 #include "core/factories.h"
 #include "core/file_checks.h"
+#include "core/file_write.h"
 #include "nn/checkpoint/checkpoint.h"
 
 namespace minidet::nn {
@@ -63,18 +61,10 @@ class Reader {
   size_t pos_ = 0;
 };
 
-void write_all(int fd, const std::string& bytes, const std::string& path) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    MINIDET_CHECK(n > 0, "save_checkpoint: writing ", path, " failed: ", std::strerror(errno));
-    done += static_cast<size_t>(n);
-  }
-}
-
 }  // namespace
 
-void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+void save_checkpoint(const std::string& path, const Checkpoint& checkpoint,
+                     const std::function<void()>& before_rename) {
   std::string bytes(kCheckpointMagic, sizeof kCheckpointMagic);
   put_value<uint32_t>(bytes, kCheckpointVersion);
   put_value<uint32_t>(bytes, 0);  // reserved
@@ -95,28 +85,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   }
   put_value<uint64_t>(bytes, fnv1a(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()));
 
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  MINIDET_CHECK(fd >= 0, "save_checkpoint: cannot create ", tmp, ": ", std::strerror(errno));
-  try {
-    write_all(fd, bytes, tmp);
-    MINIDET_CHECK(::fsync(fd) == 0, "save_checkpoint: fsync of ", tmp, " failed: ", std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  MINIDET_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "save_checkpoint: renaming ", tmp, " to ", path,
-                " failed: ", std::strerror(errno));
-  // Make the rename itself durable: fsync the directory that holds the file.
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir_fd >= 0) {
-    (void)::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  write_file_atomically("save_checkpoint", path, bytes, before_rename);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {

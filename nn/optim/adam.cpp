@@ -12,7 +12,8 @@ namespace minidet::nn {
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Optimizer(std::move(groups)), options_(options) {
   MINIDET_CHECK(options_.beta1 >= 0 && options_.beta1 < 1 && options_.beta2 >= 0 && options_.beta2 < 1,
                 "Adam: betas must lie in [0, 1), got ", options_.beta1, " and ", options_.beta2);
-  MINIDET_CHECK(options_.eps >= 0, "Adam: negative eps ", options_.eps);
+  MINIDET_CHECK(std::isfinite(options_.eps) && options_.eps >= 0, "Adam: eps must be a finite number >= 0, got ",
+                options_.eps);
   for (const ParamGroup& group : groups_) state_.emplace_back(group.params.size());
 }
 

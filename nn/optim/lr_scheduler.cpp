@@ -46,6 +46,11 @@ WarmupMultiStepLR::WarmupMultiStepLR(Optimizer& optimizer, std::vector<int64_t> 
   MINIDET_CHECK(std::is_sorted(milestones_.begin(), milestones_.end()), "WarmupMultiStepLR: milestones must be "
                 "increasing");
   MINIDET_CHECK(warmup_iters_ >= 0, "WarmupMultiStepLR: negative warmup_iters");
+  // Comparisons that NaN fails: a NaN factor would make every later lr NaN without a word.
+  MINIDET_CHECK(gamma_ > 0 && std::isfinite(gamma_), "WarmupMultiStepLR: gamma must be a finite number > 0, got ",
+                gamma_);
+  MINIDET_CHECK(warmup_factor_ >= 0 && warmup_factor_ <= 1, "WarmupMultiStepLR: warmup_factor must lie in [0, 1], got ",
+                warmup_factor_);
   apply();
 }
 
@@ -59,6 +64,11 @@ WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t total_iters, double
     : LRScheduler(optimizer), total_iters_(total_iters), min_factor_(min_factor), warmup_iters_(warmup_iters),
       warmup_factor_(warmup_factor) {
   MINIDET_CHECK(total_iters_ > 0, "WarmupCosineLR: total_iters must be positive");
+  MINIDET_CHECK(warmup_iters_ >= 0, "WarmupCosineLR: negative warmup_iters");
+  MINIDET_CHECK(min_factor_ >= 0 && min_factor_ <= 1, "WarmupCosineLR: min_factor must lie in [0, 1], got ",
+                min_factor_);
+  MINIDET_CHECK(warmup_factor_ >= 0 && warmup_factor_ <= 1, "WarmupCosineLR: warmup_factor must lie in [0, 1], got ",
+                warmup_factor_);
   apply();
 }
 

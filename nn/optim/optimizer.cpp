@@ -19,6 +19,8 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)
                   " needs a finite lr >= 0, got ", groups_[g].lr);
     MINIDET_CHECK(std::isfinite(groups_[g].weight_decay) && groups_[g].weight_decay >= 0, "optimizer: group ", g,
                   " needs a finite weight_decay >= 0, got ", groups_[g].weight_decay);
+    // Usually a model with nothing trainable (all frozen) or a filter that matched nothing: a silent no-op.
+    MINIDET_CHECK(!groups_[g].params.empty(), "optimizer: group ", g, " has no parameters");
     for (size_t i = 0; i < groups_[g].params.size(); ++i) {
       const Tensor& p = groups_[g].params[i];
       MINIDET_CHECK(p.defined(), "optimizer: group ", g, " parameter ", i, " is undefined");

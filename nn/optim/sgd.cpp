@@ -1,12 +1,18 @@
 #include "nn/optim/sgd.h"
 
+#include <cmath>
+
 #include "core/factories.h"
 #include "nn/optim/optim_kernels.h"
 
 namespace minidet::nn {
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(std::move(groups)), options_(options) {
-  MINIDET_CHECK(options_.momentum >= 0, "SGD: negative momentum ", options_.momentum);
+  // Comparisons that NaN fails, so a NaN option is refused too.
+  MINIDET_CHECK(std::isfinite(options_.momentum) && options_.momentum >= 0,
+                "SGD: momentum must be a finite number >= 0, got ", options_.momentum);
+  MINIDET_CHECK(options_.dampening >= 0 && options_.dampening <= 1, "SGD: dampening must lie in [0, 1], got ",
+                options_.dampening);
   MINIDET_CHECK(!options_.nesterov || (options_.momentum > 0 && options_.dampening == 0),
                 "SGD: nesterov needs momentum > 0 and dampening 0");
   for (const ParamGroup& group : groups_) momentum_buffers_.emplace_back(group.params.size());

@@ -1,8 +1,11 @@
 // Allocators and storage lifetime: CPU alignment, the CUDA allocator's size bins (pure arithmetic, so it is
-// tested on the CPU), leak counters, and the CUDA caching allocator's statistics.
+// tested on the CPU), leak counters, the CUDA caching allocator's statistics, and out-of-memory errors.
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/cuda/caching_allocator.h"
 #include "core/factories.h"
 #include "tests/support.h"
@@ -180,4 +183,54 @@ MINIDET_CUDA_TEST_CASE("cuda/allocator: 0-byte tensors allocate nothing") {
   CHECK(s1.allocated_bytes == s0.allocated_bytes);
   CHECK(s1.device_allocations == s0.device_allocations);
   CHECK(s1.cache_hits == s0.cache_hits);
+}
+
+TEST_CASE("values/allocator: format_bytes prints powers of 1024 with two decimals") {
+  CHECK(format_bytes(0) == "0 B");
+  CHECK(format_bytes(1023) == "1023 B");
+  CHECK(format_bytes(1536) == "1.50 KiB");
+  CHECK(format_bytes(uint64_t(1) << 40) == "1.00 TiB");
+  CHECK(format_bytes(uint64_t(1) << 50) == "1.00 PiB");
+}
+
+// 2^48 float32 elements are 1 PiB, beyond any machine's address space (47 bits of user space on x86-64),
+// so the request fails whatever the kernel's overcommit policy. AddressSanitizer aborts on such a request
+// unless ASAN_OPTIONS has allocator_may_return_null=1 (scripts/asan.sh and gpu-check.sh set it).
+TEST_CASE("errors/allocator: an absurd CPU allocation says how much was asked, and memory still works") {
+#if defined(__SANITIZE_ADDRESS__)
+  const char* options = std::getenv("ASAN_OPTIONS");
+  if (options == nullptr || std::string(options).find("allocator_may_return_null=1") == std::string::npos) {
+    MESSAGE("skipped under AddressSanitizer without ASAN_OPTIONS=allocator_may_return_null=1");
+    return;
+  }
+#endif
+  CHECK_THROWS_CONTAINING(empty({int64_t(1) << 48}),
+                          "CPU allocator: out of memory allocating 1.00 PiB (1125899906842624 bytes)");
+  CHECK(full({1000}, 2.0f).to_vector<float>() == std::vector<float>(1000, 2.0f));
+}
+
+// 2^40 float32 elements are 4 TiB, more than any GPU has: cudaMalloc fails, the cache is emptied and the
+// call retried once, then the error says what was asked and what is held; the CUDA error is cleared, so
+// the same process allocates and runs kernels afterwards.
+MINIDET_CUDA_TEST_CASE("cuda/allocator: an absurd request throws a clear out-of-memory error, then work goes on") {
+  const Tensor held = zeros({1 << 20}, Device::cuda());  // 4 MiB in use, so "allocated" is not zero
+  const cuda::MemoryStats before = cuda::memory_stats();
+  std::string message;
+  try {
+    (void)empty({int64_t(1) << 40}, Device::cuda());
+  } catch (const Error& e) {
+    message = e.message();
+  }
+  INFO("message: ", message);
+  CHECK(message.rfind("CUDA out of memory: tried to allocate 4.00 TiB (4398046511104 bytes, ", 0) == 0);
+  CHECK(message.find(" on cuda:0; minidet's cache holds ") != std::string::npos);
+  CHECK(message.find(format_bytes(static_cast<uint64_t>(before.allocated_bytes)) + " allocated to tensors") !=
+        std::string::npos);
+  CHECK(message.find(" reserved from the driver; the device has ") != std::string::npos);
+  CHECK(message.find(" free of ") != std::string::npos);  // cudaMemGetInfo answered
+  CHECK(cuda::memory_stats().allocated_bytes == before.allocated_bytes);  // the failed request holds nothing
+
+  Tensor after = full({1000}, 3.0f, Device::cuda());  // a fresh block and a fill kernel
+  CHECK(after.clone().cpu().to_vector<float>() == std::vector<float>(1000, 3.0f));  // and a copy kernel
+  CHECK(held.cpu().to_vector<float>()[0] == 0.0f);
 }

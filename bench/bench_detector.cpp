@@ -1,0 +1,402 @@
+// Detector benchmark: the tiny Faster R-CNN of `minidet train` (DetectorConfig's defaults, the synthetic
+// shapes at 128 px, C = 3) end to end: one training step and one inference batch, float32, CPU and GPU,
+// against torchvision's FasterRCNN built to the same sizes by the twin script bench/detector_torch.py.
+//
+//   bench_detector [--json PATH] [--cpu-reps N] [--gpu-reps N] [--skip-cpu] [--skip-gpu] [--batches 8,16]
+//   bench_detector --time-to-accuracy [--target 0.95] [--eval-every 50] [--steps N] [--json PATH]
+//
+// train  one step as examples/minidet/train.cpp makes it: forward_train on a loader's CPU batch (which moves
+//        the images and targets to the device), total_loss, the five loss values recorded in the loop's
+//        LossWatch (examples/minidet/loss_watch.h: on the GPU they reach the host in one copy every
+//        log_every = 20 steps, on the CPU every step), zero_grad, backward, AdamW step, scheduler step.
+//        The batches come from the same loader (seed, flips) and are built before timing: the loop builds
+//        them on a background thread while the GPU trains, so their cost is not the step's.
+// infer  forward_infer on one batch in eval mode (BatchNorm's running statistics), as the evaluation does.
+//
+// GPU: batch 8 and 16 (--batches), CUDA events around each step, the median after 10 warm-up steps (so the
+// median step is one without the LossWatch's read). Then, separately (the counting would perturb the
+// timing), over 20 more steps (one log_every window, so one read) and per step: kernel launches (CUPTI
+// callbacks, bench/launch_counter.h; "n/a" without CUPTI), device-to-host and host-to-device copies
+// (core/transfer_counts.h: each one is a host synchronisation, see there), cudaMalloc calls of the caching
+// allocator (0 in a steady state) and the peak of allocated device memory over those steps (weights, AdamW's
+// moments and the step's activations).
+// CPU: batch 8 at 2 OpenMP threads (as `minidet train --threads 2`), steady clock, median of --cpu-reps.
+//
+// --time-to-accuracy trains from scratch with the default schedule (Schedule in examples/minidet/
+// run_config.h: 500 steps of 8 images, AdamW 3e-3, warm-up + cosine), on the GPU when there is one, and
+// evaluates VOC mAP@0.5 on the 200 held-out images every --eval-every steps. The training clock stops during
+// evaluations (their time is reported apart). It prints the training time at which mAP@0.5 first reaches
+// --target, or the best mAP@0.5 and when it was reached if it never does. Timings are never asserted.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "bench/bench_common.h"
+#include "bench/launch_counter.h"
+#include "core/grad_mode.h"
+#include "core/transfer_counts.h"
+#include "data/eval/voc_eval.h"
+#include "data/loader/loader.h"
+#include "data/shapes/shapes_dataset.h"
+#include "data/transforms/transforms.h"
+#include "examples/minidet/loss_watch.h"
+#include "examples/minidet/metrics.h"
+#include "examples/minidet/run_config.h"
+#include "models/faster_rcnn/faster_rcnn.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/lr_scheduler.h"
+#include "ops/shape/cat.h"
+#if MINIDET_WITH_CUDA
+#include "core/cuda/caching_allocator.h"
+#endif
+
+using namespace minidet;
+using bench::emit;
+
+namespace {
+
+constexpr int kCpuThreads = 2;
+constexpr int64_t kCpuBatch = 8;
+constexpr int64_t kHeldBatches = 4;  // distinct batches cycled through by the timed steps
+const int kCountedSteps = static_cast<int>(cli::Schedule{}.log_every);  // one LossWatch read per window
+
+// The synthetic shapes as `minidet train` opens them by default (examples/minidet/datasets.cpp).
+data::ShapesOptions shapes_options() {
+  const cli::DataConfig d;
+  data::ShapesOptions shapes;
+  shapes.image_width = shapes.image_height = d.image_size;
+  shapes.num_classes = models::DetectorConfig{}.num_classes;
+  shapes.train_images = d.train_images;
+  shapes.test_images = d.test_images;
+  return shapes;
+}
+
+// The training loader of examples/minidet/train.cpp: shuffled by the seed, drop_last, random flips.
+data::LoaderOptions train_loader_options(const cli::Schedule& s, int64_t batch) {
+  data::LoaderOptions options;
+  options.batch_size = batch;
+  options.seed = s.seed;
+  options.drop_last = true;
+  options.transform = data::random_horizontal_flip(s.flip_probability);
+  return options;
+}
+
+std::string shape_of(int64_t batch) {
+  return "tiny:N=" + std::to_string(batch) + ",128px,C=" + std::to_string(models::DetectorConfig{}.num_classes);
+}
+
+// What `minidet train` builds (examples/minidet/train.cpp, build()) and what it does per step.
+struct Trainer {
+  cli::Schedule schedule;
+  std::unique_ptr<Generator> generator;
+  std::unique_ptr<models::FasterRCNN> model;
+  std::unique_ptr<nn::Adam> optimizer;
+  std::unique_ptr<nn::WarmupCosineLR> scheduler;
+  std::unique_ptr<cli::LossWatch> watch;
+  bool look_every_step;  // the CPU reads the losses at every step (free there), the GPU at logged steps
+  int64_t steps_done = 0;
+
+  Trainer(const Device& device, const cli::Schedule& s) : schedule(s), look_every_step(!device.is_cuda()) {
+    generator = std::make_unique<Generator>(s.seed);
+    model = std::make_unique<models::FasterRCNN>(models::DetectorConfig{}, generator.get());
+    model->to(device);  // before the optimizer, which keeps the parameters it is given
+    optimizer = std::make_unique<nn::Adam>(std::vector<nn::ParamGroup>{{model->parameters(), s.lr, s.weight_decay}},
+                                           nn::AdamOptions{0.9, 0.999, 1e-8, true});
+    scheduler = std::make_unique<nn::WarmupCosineLR>(*optimizer, s.steps, s.min_lr_factor,
+                                                     std::min(s.warmup, s.steps / 5));
+    watch = std::make_unique<cli::LossWatch>(s.log_every + 1, device);
+  }
+
+  void step(const data::Batch& batch) {
+    ++steps_done;
+    const models::Losses losses = model->forward_train(batch, generator.get());
+    const Tensor total = models::FasterRCNN::total_loss(losses);
+    std::vector<Tensor> parts{total};
+    for (const char* name : cli::kLossNames) parts.push_back(losses.at(name).detach());
+    watch->record(steps_done, stack(parts).detach());
+    const bool logged = steps_done % schedule.log_every == 0 || steps_done == schedule.steps || steps_done == 1;
+    if (look_every_step || logged) read_losses();
+    optimizer->zero_grad();
+    total.backward();
+    optimizer->step();
+    scheduler->step();
+  }
+
+  // The loop's read of the watched losses (also before every evaluation); a non-finite one stops the run.
+  void read_losses() {
+    for (const cli::LossRow& row : watch->take())
+      MINIDET_CHECK(std::isfinite(row.values[0]), "bench_detector: the loss of step ", row.step, " is not finite (",
+                    row.values[0], ")");
+  }
+};
+
+// One measured configuration: a trainer and the batches its steps cycle through.
+struct Workload {
+  int64_t batch;
+  std::unique_ptr<Trainer> trainer;
+  std::vector<data::Batch> batches;
+  size_t next = 0;
+
+  Workload(const Device& device, const data::Dataset& train, int64_t batch_size) : batch(batch_size) {
+    const cli::Schedule schedule;
+    trainer = std::make_unique<Trainer>(device, schedule);
+    data::DataLoader loader(train, train_loader_options(schedule, batch));
+    for (int64_t i = 0; i < kHeldBatches; ++i) batches.push_back(*loader.next());
+  }
+  const data::Batch& next_batch() { return batches[next++ % batches.size()]; }
+  void train_step() { trainer->step(next_batch()); }
+  void infer() {
+    NoGradGuard no_grad;
+    (void)trainer->model->forward_infer(next_batch());
+  }
+};
+
+// Per-step counts over kCountedSteps runs of `fn` (GPU only); launches < 0 when not counted.
+struct Counts {
+  double launches = -1, device_to_host = 0, host_to_device = 0, device_allocations = 0;
+  int64_t peak_bytes = 0;
+};
+
+#if MINIDET_WITH_CUDA
+Counts count_per_run(const std::function<void()>& fn) {
+  MINIDET_CUDA_CHECK(cudaDeviceSynchronize());
+  cuda::reset_peak_memory_stats(0);
+  const cuda::MemoryStats memory_before = cuda::memory_stats(0);
+  const TransferCounts transfers_before = transfer_counts();
+  int64_t launches = -1;
+  {
+    bench::LaunchCounter counter;
+    for (int i = 0; i < kCountedSteps; ++i) fn();
+    MINIDET_CUDA_CHECK(cudaDeviceSynchronize());
+    launches = counter.launches();
+  }
+  const TransferCounts transfers = transfer_counts() - transfers_before;
+  const cuda::MemoryStats memory = cuda::memory_stats(0);
+  Counts c;
+  if (launches >= 0) c.launches = static_cast<double>(launches) / kCountedSteps;
+  c.device_to_host = static_cast<double>(transfers.device_to_host) / kCountedSteps;
+  c.host_to_device = static_cast<double>(transfers.host_to_device) / kCountedSteps;
+  c.device_allocations =
+      static_cast<double>(memory.device_allocations - memory_before.device_allocations) / kCountedSteps;
+  c.peak_bytes = memory.peak_allocated_bytes;
+  return c;
+}
+#else
+Counts count_per_run(const std::function<void()>&) { return {}; }
+#endif
+
+void print_header(bool counts) {
+  std::printf("%-9s %-22s %-6s %10s", "bench", "shape", "pass", "median_ms");
+  if (counts) std::printf(" %9s %6s %6s %8s %9s", "launches", "d2h", "h2d", "mallocs", "peak_MiB");
+  std::printf("\n");
+}
+
+// One table row and its JSON line. On the GPU the JSON also holds the counts; "syncs" = d2h + h2d, since
+// every minidet copy waits for the device (core/transfer_counts.h).
+void report(const std::string& device, int64_t batch, const char* pass, double ms, const Counts* counts) {
+  std::printf("%-9s %-22s %-6s %10.3f", "detector", shape_of(batch).c_str(), pass, ms);
+  if (!counts) {
+    std::printf("\n");
+    emit("detector", device, shape_of(batch), pass, ms);
+    return;
+  }
+  const Counts& c = *counts;
+  char launches[32] = "n/a";
+  if (c.launches >= 0) std::snprintf(launches, sizeof launches, "%.1f", c.launches);
+  std::printf(" %9s %6.1f %6.1f %8.1f %9.1f\n", launches, c.device_to_host, c.host_to_device, c.device_allocations,
+              static_cast<double>(c.peak_bytes) / (1 << 20));
+  std::ostringstream extra;
+  extra << "\"launches\":" << (c.launches >= 0 ? launches : "null") << ",\"d2h\":" << c.device_to_host
+        << ",\"h2d\":" << c.host_to_device << ",\"syncs\":" << c.device_to_host + c.host_to_device
+        << ",\"device_allocations\":" << c.device_allocations << ",\"peak_bytes\":" << c.peak_bytes;
+  emit("detector", device, shape_of(batch), pass, ms, extra.str());
+}
+
+void run_cpu(const data::Dataset& train, int reps) {
+#ifdef _OPENMP
+  const int threads_before = omp_get_max_threads();
+  omp_set_num_threads(kCpuThreads);  // what `minidet train --threads 2` does (examples/minidet/checkpoints.cpp)
+#endif
+  std::printf("\n== CPU, %d threads, steady clock, median of %d runs after 1 warm-up ==\n", kCpuThreads, reps);
+  print_header(false);
+  Workload w(Device::cpu(), train, kCpuBatch);
+  report("cpu", w.batch, "train", bench::time_cpu_ms([&] { w.train_step(); }, reps), nullptr);
+  w.trainer->model->eval();
+  report("cpu", w.batch, "infer", bench::time_cpu_ms([&] { w.infer(); }, reps), nullptr);
+#ifdef _OPENMP
+  omp_set_num_threads(threads_before);
+#endif
+}
+
+void run_gpu(const std::string& device, const data::Dataset& train, const std::vector<int64_t>& batch_sizes,
+             int reps) {
+  std::printf("\n== GPU %s, CUDA events, median of %d runs after 10 warm-up; counts per run over %d more ==\n",
+              device.c_str(), reps, kCountedSteps);
+  if (!bench::LaunchCounter::available()) std::printf("(built without CUPTI: kernel launches read n/a)\n");
+  // All timings first, then all counts: CUPTI's callbacks slow every API call while subscribed.
+  std::vector<std::unique_ptr<Workload>> workloads;
+  std::vector<std::array<double, 2>> ms;
+  for (int64_t batch : batch_sizes) {
+    workloads.push_back(std::make_unique<Workload>(Device::cuda(), train, batch));
+    Workload& w = *workloads.back();
+    w.trainer->model->train();
+    const double train_ms = bench::time_gpu_ms([&] { w.train_step(); }, reps);
+    w.trainer->model->eval();
+    ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps)});
+  }
+  print_header(true);
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    Workload& w = *workloads[i];
+    w.trainer->model->train();
+    const Counts train_counts = count_per_run([&] { w.train_step(); });
+    report(device, w.batch, "train", ms[i][0], &train_counts);
+    w.trainer->model->eval();
+    const Counts infer_counts = count_per_run([&] { w.infer(); });
+    report(device, w.batch, "infer", ms[i][1], &infer_counts);
+  }
+}
+
+// ---- time to accuracy ----------------------------------------------------------------------------------------
+
+struct AccuracyOptions {
+  double target = 0.95;
+  int64_t eval_every = 50;
+  int64_t steps = 0;  // 0: the schedule's
+};
+
+// VOC mAP@0.5 over `dataset`, as `minidet train` evaluates (examples/minidet/evaluation.cpp).
+double evaluate_map50(models::FasterRCNN& model, const data::Dataset& dataset, int64_t batch) {
+  model.eval();
+  NoGradGuard no_grad;
+  data::LoaderOptions options;
+  options.batch_size = batch;
+  options.shuffle = false;
+  data::DataLoader loader(dataset, options);
+  std::vector<data::Detection> detections;
+  while (auto b = loader.next()) {
+    const std::vector<models::Detections> out = model.forward_infer(*b);
+    for (size_t n = 0; n < out.size(); ++n) {
+      const std::vector<float> boxes = out[n].boxes.to(Device::cpu()).to(kFloat32).to_vector<float>();
+      const std::vector<float> scores = out[n].scores.to(Device::cpu()).to(kFloat32).to_vector<float>();
+      const std::vector<int64_t> labels = out[n].labels.to(Device::cpu()).to_vector<int64_t>();
+      for (size_t d = 0; d < scores.size(); ++d)
+        detections.push_back({b->image_ids[n], dataset.category_id(labels[d]),
+                              {boxes[4 * d], boxes[4 * d + 1], boxes[4 * d + 2], boxes[4 * d + 3]}, scores[d]});
+    }
+  }
+  model.train();
+  return data::evaluate_voc(data::ground_truth_from_dataset(dataset), detections).mean_average_precision;
+}
+
+int time_to_accuracy(const bench::Args& args, const AccuracyOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  const bool gpu = !args.skip_gpu && cuda::is_available();
+  const Device device = gpu ? Device::cuda() : Device::cpu();
+  const std::string device_name = gpu ? bench::gpu_device_name() : "cpu";
+  cli::Schedule s;
+  if (o.steps > 0) s.steps = o.steps;
+  const data::ShapesDataset train(data::Split::kTrain, shapes_options()), test(data::Split::kTest, shapes_options());
+  Trainer trainer(device, s);
+  data::DataLoader loader(train, train_loader_options(s, s.batch));
+  std::printf("== time to accuracy on %s: %lld steps of %lld images, mAP@0.5 on %lld held-out images every %lld "
+              "steps, target %.3f ==\n",
+              device_name.c_str(), static_cast<long long>(s.steps), static_cast<long long>(s.batch),
+              static_cast<long long>(test.size()), static_cast<long long>(o.eval_every), o.target);
+  std::fflush(stdout);
+  double train_seconds = 0, eval_seconds = 0, best = -1, best_seconds = 0;
+  int64_t best_step = 0, step = 0;
+  auto segment_start = Clock::now();
+  while (step < s.steps) {
+    ++step;
+    std::optional<data::Batch> batch = loader.next();
+    if (!batch) {  // an epoch ran dry: the next one, as train.cpp's next_batch
+      loader.start_epoch(loader.epoch() + 1);
+      batch = loader.next();
+    }
+    trainer.step(*batch);
+    if (step % o.eval_every != 0 && step != s.steps) continue;
+    trainer.read_losses();  // the loop reads the watch before it evaluates
+    if (gpu) cuda::synchronize();  // the step's last kernels belong to the training clock
+    const auto eval_start = Clock::now();
+    train_seconds += std::chrono::duration<double>(eval_start - segment_start).count();
+    const double map50 = evaluate_map50(*trainer.model, test, s.batch);
+    segment_start = Clock::now();
+    eval_seconds += std::chrono::duration<double>(segment_start - eval_start).count();
+    std::printf("step %4lld  mAP@0.5 %.4f  training %.2f s  evaluation %.2f s\n", static_cast<long long>(step), map50,
+                train_seconds, eval_seconds);
+    std::fflush(stdout);
+    if (map50 > best) {
+      best = map50;
+      best_seconds = train_seconds;
+      best_step = step;
+    }
+    if (map50 >= o.target) break;
+  }
+  const bool reached = best >= o.target;
+  if (reached)
+    std::printf("reached mAP@0.5 %.4f >= %.3f at step %lld after %.2f s of training (%.2f s of evaluation)\n", best,
+                o.target, static_cast<long long>(best_step), best_seconds, eval_seconds);
+  else
+    std::printf("never reached mAP@0.5 %.3f in %lld steps: best %.4f at step %lld after %.2f s of training\n",
+                o.target, static_cast<long long>(step), best, static_cast<long long>(best_step), best_seconds);
+  std::ostringstream extra;
+  extra << "\"target\":" << o.target << ",\"reached\":" << (reached ? "true" : "false") << ",\"map50\":" << best
+        << ",\"step\":" << best_step << ",\"steps_run\":" << step << ",\"train_seconds_total\":" << train_seconds
+        << ",\"eval_seconds\":" << eval_seconds;
+  emit("detector", device_name, "shapes:N=" + std::to_string(s.batch) + ",128px,C=3", "tta", 1000 * best_seconds,
+       extra.str());
+  return 0;
+}
+
+std::vector<int64_t> parse_batches(const std::string& text) {
+  std::vector<int64_t> sizes;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const long long value = std::atoll(item.c_str());
+    if (value < 1) {
+      std::fprintf(stderr, "bench_detector: --batches wants positive sizes like 8,16, got '%s'\n", text.c_str());
+      std::exit(2);
+    }
+    sizes.push_back(value);
+  }
+  return sizes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int64_t> batch_sizes = {8, 16};
+  bool accuracy_mode = false;
+  AccuracyOptions accuracy;
+  const bench::Args args = bench::parse_args(
+      argc, argv, 3,
+      [&](int count, char** values, int& i) {
+        const std::string arg = values[i];
+        const bool has_value = i + 1 < count;
+        if (arg == "--batches" && has_value) batch_sizes = parse_batches(values[++i]);
+        else if (arg == "--time-to-accuracy") accuracy_mode = true;
+        else if (arg == "--target" && has_value) accuracy.target = std::atof(values[++i]);
+        else if (arg == "--eval-every" && has_value) accuracy.eval_every = std::max(1LL, std::atoll(values[++i]));
+        else if (arg == "--steps" && has_value) accuracy.steps = std::max(1LL, std::atoll(values[++i]));
+        else return false;
+        return true;
+      },
+      "[--batches 8,16] [--time-to-accuracy [--target 0.95] [--eval-every 50] [--steps N]]");
+  if (accuracy_mode) return time_to_accuracy(args, accuracy);
+  const data::ShapesDataset train(data::Split::kTrain, shapes_options());
+  return bench::run(
+      args, [&] { run_cpu(train, args.cpu_reps); },
+      [&](const std::string& device) { run_gpu(device, train, batch_sizes, args.gpu_reps); });
+}

@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""torchvision's FasterRCNN built to the sizes of minidet's tiny detector, on the same GPU, for the ratio.
+
+    python3 bench/detector_torch.py --minidet-bin build/release/bench/bench_detector   # runs both
+    python3 bench/detector_torch.py --minidet-json FILE   # FILE from: bench_detector --skip-cpu --json FILE
+    python3 bench/detector_torch.py --time-to-accuracy [--minidet-json FILE]   # FILE: bench_detector
+                                                                               # --time-to-accuracy --json FILE
+
+The model is minidet's DetectorConfig defaults rebuilt from torchvision parts:
+  backbone   stem conv 3x3/2 (32) + BatchNorm + ReLU; four stages of one basic block, widths 32-64-128-128,
+             strides 1-2-2-1, projection shortcuts where the shape changes, convs without bias (BatchNorm,
+             momentum 0.1, eps 1e-5, trained); the last stage's conv1 is torchvision.ops.DeformConv2d fed by
+             a zero-initialised 3x3 offset conv (18 channels, (dy, dx) per tap as minidet's layout).
+             Kaiming-normal (fan_out, ReLU) conv weights. Features (N, 128, 16, 16), stride 8.
+  RPN        AnchorGenerator sizes (16, 32, 64) x ratios (0.5, 1, 2); RPNHead (N(0, 0.01) weights);
+             fg/bg IoU 0.7/0.3, 256 anchors per image at 0.5; train top-n 1000 -> NMS 0.7 -> 300; test 500 -> 100.
+  RoI heads  MultiScaleRoIAlign(["0"], 7, sampling 2); TwoMLPHead(128*49, 256); FastRCNNPredictor(256, 4);
+             fg/bg IoU 0.5/0.5, 128 RoIs per image at 0.25, box weights (10, 10, 5, 5); score 0.05, NMS 0.5,
+             100 detections per image.
+  transform  min_size = max_size = 128, image_mean 0, image_std 1: images are used as they come, in [0, 1].
+  training   torch.optim.AdamW(lr 3e-3, betas (0.9, 0.999), eps 1e-8, weight decay 1e-4 on every parameter),
+             minidet's warm-up + cosine schedule (LambdaLR with the same factor), 500 steps of 8 images,
+             random horizontal flips (p 0.5), seed 0.
+One step ("train") is what minidet's training loop does: move a CPU batch to the GPU (images in one copy, then
+boxes and labels per image), forward in training mode, sum the four losses, record the total and the four
+losses in a small device table that reaches the host in one copy every 20 steps (the loop's LossWatch,
+examples/minidet/loss_watch.h: the progress line and the non-finite check), zero_grad, backward, AdamW step,
+scheduler step. "infer" is one forward in eval mode under no_grad on a moved batch. Batches: 8 and
+16 images, four distinct batches cycled. Each timed with CUDA events (10 warm-up runs, median of --reps); then,
+over 20 more runs (one loss read) under torch.profiler, per run: CUDA kernels (kernel events), host-to-device and
+device-to-host copies (Memcpy events), host synchronisations (cudaStreamSynchronize and cudaEventSynchronize
+calls: a .cpu(), .item() or nonzero waits with one), cudaMalloc calls of the caching allocator
+(segment.all.allocated) and the peak of torch.cuda.max_memory_allocated over those runs.
+
+What differs from minidet, knowingly:
+  - RoIAlign: torchvision's MultiScaleRoIAlign uses aligned=False (minidet: aligned=True, a half-pixel
+    shift); the same cost.
+  - GeneralizedRCNNTransform works per image: it normalises (a no-op numerically with mean 0, std 1),
+    resizes at scale 1 (an identity bilinear interpolation) and pads into a new batch tensor. Those few
+    kernels per image are part of torchvision's step and of its launch count; minidet takes the batch as
+    the loader made it.
+  - Sampling: torchvision draws its samples with torch.randperm on the GPU and loops over the images in
+    Python, with host synchronisations (nonzero, where); minidet draws sampling priorities on the host.
+  - AdamW: PyTorch's default (foreach) implementation; minidet's own Adam.
+  - Weights: the same initialisation schemes, different random numbers.
+  - Data: the synthetic shapes re-drawn with numpy in bench/detector_data.py: the same distributions, not
+    the same pixels. For --time-to-accuracy all 2200 images are drawn before the clock starts; minidet draws
+    each batch on its loader's background thread while the GPU trains.
+  - Evaluation: VOC AP@0.5 as data/eval/voc_eval.h computes it, in bench/detector_data.py.
+"""
+import math
+import os
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import main, time_median_ms  # noqa: E402
+from detector_data import IMAGE_SIZE, NUM_CLASSES, batches, collate, make_shapes, voc_map50  # noqa: E402
+
+TRAIN_IMAGES, TEST_IMAGES = 2000, 200
+BATCHES = (8, 16)
+HELD_BATCHES = 4
+LOG_EVERY = 20  # examples/minidet/run_config.h, Schedule::log_every: how often the loop reads the losses
+COUNTED_RUNS = LOG_EVERY
+LOSS_NAMES = ("loss_objectness", "loss_rpn_box_reg", "loss_classifier", "loss_box_reg")
+# examples/minidet/run_config.h, Schedule
+STEPS, BATCH, LR, WEIGHT_DECAY, WARMUP, MIN_LR_FACTOR, SEED = 500, 8, 3e-3, 1e-4, 100, 0.01, 0
+
+
+def shape_of(batch, prefix="tiny"):
+    return f"{prefix}:N={batch},{IMAGE_SIZE}px,C={NUM_CLASSES}"
+
+
+# ---- the model and one step ------------------------------------------------------------------------------------
+
+def build_model(torch):
+    from torch import nn
+    from torchvision.models.detection import FasterRCNN
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+    from torchvision.models.detection.rpn import RPNHead
+    from torchvision.ops import DeformConv2d, MultiScaleRoIAlign
+
+    def conv(cin, cout, kernel, stride):
+        """A conv that feeds a BatchNorm: no bias, Kaiming-normal (fan_out, ReLU), as minidet's make_conv."""
+        layer = nn.Conv2d(cin, cout, kernel, stride, kernel // 2, bias=False)
+        nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
+        return layer
+
+    class Deformable(nn.Module):
+        """conv1 of the last stage: the offsets come from a zero-initialised conv, so it starts as a plain conv."""
+
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.offset = nn.Conv2d(cin, 2 * 3 * 3, 3, stride, 1)
+            nn.init.zeros_(self.offset.weight)
+            nn.init.zeros_(self.offset.bias)
+            self.conv = DeformConv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+            nn.init.kaiming_normal_(self.conv.weight, mode="fan_out", nonlinearity="relu")
+
+        def forward(self, x):
+            return self.conv(x, self.offset(x))
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride, deformable):
+            super().__init__()
+            self.conv1 = Deformable(cin, cout, stride) if deformable else conv(cin, cout, 3, stride)
+            self.norm1 = nn.BatchNorm2d(cout)
+            self.conv2 = conv(cout, cout, 3, 1)
+            self.norm2 = nn.BatchNorm2d(cout)
+            self.shortcut = None
+            if stride != 1 or cin != cout:
+                self.shortcut = nn.Sequential(conv(cin, cout, 1, stride), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = self.norm2(self.conv2(torch.relu(self.norm1(self.conv1(x)))))
+            return torch.relu(y + (self.shortcut(x) if self.shortcut is not None else x))
+
+    class Backbone(nn.Module):
+        def __init__(self, stem=32, widths=(32, 64, 128, 128), strides=(1, 2, 2, 1)):
+            super().__init__()
+            self.stem = nn.Sequential(conv(3, stem, 3, 2), nn.BatchNorm2d(stem), nn.ReLU())
+            stages, cin = [], stem
+            for i, (width, stride) in enumerate(zip(widths, strides)):
+                stages.append(Block(cin, width, stride, deformable=i == len(widths) - 1))
+                cin = width
+            self.stages = nn.Sequential(*stages)
+            self.out_channels = widths[-1]  # FasterRCNN reads it
+
+        def forward(self, x):
+            return self.stages(self.stem(x))
+
+    backbone = Backbone()
+    anchors = AnchorGenerator(sizes=((16, 32, 64),), aspect_ratios=((0.5, 1.0, 2.0),))
+    model = FasterRCNN(
+        backbone, num_classes=None, min_size=IMAGE_SIZE, max_size=IMAGE_SIZE, image_mean=[0.0] * 3,
+        image_std=[1.0] * 3, rpn_anchor_generator=anchors,
+        rpn_head=RPNHead(backbone.out_channels, anchors.num_anchors_per_location()[0]),
+        rpn_pre_nms_top_n_train=1000, rpn_pre_nms_top_n_test=500, rpn_post_nms_top_n_train=300,
+        rpn_post_nms_top_n_test=100, rpn_nms_thresh=0.7, rpn_fg_iou_thresh=0.7, rpn_bg_iou_thresh=0.3,
+        rpn_batch_size_per_image=256, rpn_positive_fraction=0.5, rpn_score_thresh=0.0,
+        box_roi_pool=MultiScaleRoIAlign(featmap_names=["0"], output_size=7, sampling_ratio=2),
+        box_head=TwoMLPHead(backbone.out_channels * 7 * 7, 256), box_predictor=FastRCNNPredictor(256, NUM_CLASSES + 1),
+        box_score_thresh=0.05, box_nms_thresh=0.5, box_detections_per_img=100, box_fg_iou_thresh=0.5,
+        box_bg_iou_thresh=0.5, box_batch_size_per_image=128, box_positive_fraction=0.25,
+        bbox_reg_weights=(10.0, 10.0, 5.0, 5.0))
+    return model.cuda()
+
+
+def lr_factor(step, steps):
+    """nn/optim/lr_scheduler.h's WarmupCosineLR (warm-up from 0.001 over min(WARMUP, steps / 5) steps)."""
+    warmup = min(WARMUP, steps // 5)
+    warm = 1.0 if step >= warmup else 0.001 * (1 - step / warmup) + step / warmup
+    progress = min(step / steps, 1.0)
+    return warm * (MIN_LR_FACTOR + (1 - MIN_LR_FACTOR) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+class Trainer:
+    def __init__(self, torch, steps=STEPS):
+        torch.manual_seed(SEED)
+        self.torch, self.steps, self.steps_done = torch, steps, 0
+        self.watch = torch.zeros(LOG_EVERY + 1, 5, dtype=torch.float64, device="cuda")  # the loop's LossWatch
+        self.watched_steps = []
+        self.model = build_model(torch)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8,
+                                           weight_decay=WEIGHT_DECAY)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: lr_factor(step, steps))
+
+    def step(self, batch):
+        torch = self.torch
+        self.steps_done += 1
+        images, boxes, labels = batch
+        images = images.to("cuda")
+        targets = [{"boxes": b.to("cuda"), "labels": l.to("cuda")} for b, l in zip(boxes, labels)]
+        losses = self.model(list(images), targets)
+        missing = [name for name in LOSS_NAMES if name not in losses]
+        if missing:
+            raise RuntimeError(f"torchvision's FasterRCNN returned no {missing} (got {sorted(losses)})")
+        total = sum(losses[name] for name in LOSS_NAMES)
+        parts = torch.stack([total.detach()] + [losses[name].detach() for name in LOSS_NAMES])
+        self.watch[len(self.watched_steps)].copy_(parts)  # on the device, no sync
+        self.watched_steps.append(self.steps_done)
+        if self.steps_done % LOG_EVERY == 0 or self.steps_done in (1, self.steps):
+            self.read_losses()
+        self.optimizer.zero_grad(set_to_none=True)
+        total.backward()
+        self.optimizer.step()
+        self.scheduler.step()
+
+    def read_losses(self):
+        """The loop's read of the watched losses: one device-to-host copy; a non-finite loss stops the run."""
+        if not self.watched_steps:
+            return
+        rows = self.watch[:len(self.watched_steps)].cpu().tolist()
+        for step, row in zip(self.watched_steps, rows):
+            if not math.isfinite(row[0]):
+                raise RuntimeError(f"the loss of step {step} is not finite: {dict(zip(('total',) + LOSS_NAMES, row))}")
+        self.watched_steps = []
+
+    def infer(self, images):
+        with self.torch.no_grad():
+            return self.model(list(images.to("cuda")))
+
+
+# ---- counting ---------------------------------------------------------------------------------------------------
+
+def count_per_run(torch, fn):
+    """Per-run counts over COUNTED_RUNS runs of fn, from torch.profiler and the caching allocator."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    segments_before = torch.cuda.memory_stats().get("segment.all.allocated", 0)
+    with warnings.catch_warnings():  # the profiler warns that it keeps one cycle's events: all we want
+        warnings.simplefilter("ignore", UserWarning)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(COUNTED_RUNS):
+                fn()
+            torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    segments = torch.cuda.memory_stats().get("segment.all.allocated", 0) - segments_before
+    # cudaDeviceSynchronize is left out: the step never calls it, but our synchronize above and the
+    # profiler's own stop do (2 on PyTorch 2.11).
+    kernels = d2h = h2d = syncs = 0
+    for event in prof.events():
+        name = event.name
+        if event.device_type == DeviceType.CUDA:
+            if name.startswith("Memcpy DtoH"):
+                d2h += 1
+            elif name.startswith("Memcpy HtoD"):
+                h2d += 1
+            elif not name.startswith(("Memcpy", "Memset")):
+                kernels += 1
+        elif name in ("cudaStreamSynchronize", "cudaEventSynchronize"):
+            syncs += 1
+    if kernels == 0:
+        raise RuntimeError("torch.profiler recorded no CUDA kernel events, so launches cannot be counted "
+                           "(is the profiler's CUPTI support available in this PyTorch build?)")
+    per_run = lambda n: round(n / COUNTED_RUNS, 1)  # noqa: E731
+    return {"launches": per_run(kernels), "d2h": per_run(d2h), "h2d": per_run(h2d), "syncs": per_run(syncs),
+            "device_allocations": per_run(segments), "peak_bytes": int(peak)}
+
+
+# ---- the benchmark -------------------------------------------------------------------------------------------
+
+def import_numpy():
+    try:
+        import numpy
+    except ImportError:
+        raise SystemExit("detector_torch.py needs numpy (torchvision depends on it): pip install numpy")
+    return numpy
+
+
+def run_benchmark(torch, reps, device_name):
+    np = import_numpy()
+    data = make_shapes(np, HELD_BATCHES * max(BATCHES), seed=SEED)
+    rng = np.random.default_rng(SEED)
+    rows, trainers = [], []
+    # All timings first, then the counts (the profiler slows every call while it records).
+    for batch in BATCHES:
+        trainer = Trainer(torch)
+        held = [collate(torch, np, data[i * batch:(i + 1) * batch], rng) for i in range(HELD_BATCHES)]
+        cycle = {"next": 0}
+
+        def next_batch(held=held, cycle=cycle):
+            cycle["next"] += 1
+            return held[cycle["next"] % len(held)]
+
+        trainer.model.train()
+        train_ms = time_median_ms(torch, lambda: trainer.step(next_batch()), reps)
+        trainer.model.eval()
+        infer_ms = time_median_ms(torch, lambda: trainer.infer(next_batch()[0]), reps)
+        trainers.append((batch, trainer, next_batch, train_ms, infer_ms))
+    for batch, trainer, next_batch, train_ms, infer_ms in trainers:
+        trainer.model.train()
+        train_counts = count_per_run(torch, lambda: trainer.step(next_batch()))
+        trainer.model.eval()
+        infer_counts = count_per_run(torch, lambda: trainer.infer(next_batch()[0]))
+        for pass_name, ms, counts in (("train", train_ms, train_counts), ("infer", infer_ms, infer_counts)):
+            rows.append({"bench": "detector", "impl": "torchvision", "device": device_name, "shape": shape_of(batch),
+                         "pass": pass_name, "median_ms": round(ms, 4), **counts})
+    print(f"{'shape':<22} {'pass':<6} {'median_ms':>10} {'launches':>9} {'d2h':>6} {'h2d':>6} {'syncs':>6} "
+          f"{'mallocs':>8} {'peak_MiB':>9}")
+    for r in rows:
+        print(f"{r['shape']:<22} {r['pass']:<6} {r['median_ms']:>10.3f} {r['launches']:>9} {r['d2h']:>6} "
+              f"{r['h2d']:>6} {r['syncs']:>6} {r['device_allocations']:>8} {r['peak_bytes'] / 2**20:>9.1f}")
+    return rows
+
+
+# ---- time to accuracy --------------------------------------------------------------------------------------------
+
+def evaluate(torch, np, trainer, test):
+    trainer.model.eval()
+    detections = []
+    for start in range(0, len(test), BATCH):
+        images, _, _ = collate(torch, np, test[start:start + BATCH])
+        for n, out in enumerate(trainer.infer(images)):
+            boxes, scores, labels = (out[k].cpu().tolist() for k in ("boxes", "scores", "labels"))
+            detections += [(start + n, labels[d], scores[d], boxes[d]) for d in range(len(scores))]
+    trainer.model.train()
+    return voc_map50(np, [(b, l) for _, b, l in test], detections)
+
+
+def time_to_accuracy(torch, args, device_name):
+    np = import_numpy()
+    steps = args.steps or STEPS
+    start = time.perf_counter()
+    train, test = make_shapes(np, TRAIN_IMAGES, seed=SEED), make_shapes(np, TEST_IMAGES, seed=SEED + 1)
+    print(f"rendered {TRAIN_IMAGES} + {TEST_IMAGES} shapes in {time.perf_counter() - start:.1f} s (not timed)")
+    print(f"== time to accuracy on {device_name}: {steps} steps of {BATCH} images, mAP@0.5 on {TEST_IMAGES} "
+          f"held-out images every {args.eval_every} steps, target {args.target:.3f} ==", flush=True)
+    trainer, loader = Trainer(torch, steps), batches(torch, np, train, BATCH, SEED)
+    train_seconds = eval_seconds = best_seconds = 0.0
+    best, best_step, step = -1.0, 0, 0
+    segment_start = time.perf_counter()
+    while step < steps:
+        step += 1
+        trainer.step(next(loader))
+        if step % args.eval_every and step != steps:
+            continue
+        trainer.read_losses()  # the loop reads the losses before it evaluates
+        torch.cuda.synchronize()  # the step's last kernels belong to the training clock
+        eval_start = time.perf_counter()
+        train_seconds += eval_start - segment_start
+        map50 = evaluate(torch, np, trainer, test)
+        segment_start = time.perf_counter()
+        eval_seconds += segment_start - eval_start
+        print(f"step {step:4d}  mAP@0.5 {map50:.4f}  training {train_seconds:.2f} s  evaluation {eval_seconds:.2f} s",
+              flush=True)
+        if map50 > best:
+            best, best_seconds, best_step = map50, train_seconds, step
+        if map50 >= args.target:
+            break
+    reached = best >= args.target
+    if reached:
+        print(f"reached mAP@0.5 {best:.4f} >= {args.target:.3f} at step {best_step} after {best_seconds:.2f} s of "
+              f"training ({eval_seconds:.2f} s of evaluation)")
+    else:
+        print(f"never reached mAP@0.5 {args.target:.3f} in {step} steps: best {best:.4f} at step {best_step} after "
+              f"{best_seconds:.2f} s of training")
+    return [{"bench": "detector", "impl": "torchvision", "device": device_name, "shape": shape_of(BATCH, "shapes"),
+             "pass": "tta", "median_ms": round(1000 * best_seconds, 1), "target": args.target, "reached": reached,
+             "map50": round(best, 4), "step": best_step, "steps_run": step,
+             "train_seconds_total": round(train_seconds, 2), "eval_seconds": round(eval_seconds, 2)}]
+
+
+# ---- command line ------------------------------------------------------------------------------------------------
+
+def add_arguments(parser):
+    parser.add_argument("--time-to-accuracy", action="store_true",
+                        help="train from scratch and report the training time to reach --target mAP@0.5")
+    parser.add_argument("--target", type=float, default=0.95)
+    parser.add_argument("--eval-every", type=int, default=50)
+    parser.add_argument("--steps", type=int, default=0, help="training steps (0: the schedule's 500)")
+
+
+def minidet_bin_args(args):
+    if not args.time_to_accuracy:
+        return []
+    extra = ["--time-to-accuracy", "--target", str(args.target), "--eval-every", str(args.eval_every)]
+    return extra + (["--steps", str(args.steps)] if args.steps else [])
+
+
+def run_torch(torch, reps, args):
+    device_name = "cuda:" + torch.cuda.get_device_name(0)
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        raise SystemExit("detector_torch.py needs torchvision (FasterRCNN, DeformConv2d, MultiScaleRoIAlign)")
+    if args.eval_every < 1:
+        raise SystemExit("--eval-every must be >= 1")
+    if args.time_to_accuracy:
+        return device_name, time_to_accuracy(torch, args, device_name)
+    return device_name, run_benchmark(torch, reps, device_name)
+
+
+if __name__ == "__main__":
+    sys.exit(main(__doc__, {"detector"}, run_torch, add_arguments, minidet_bin_args))
