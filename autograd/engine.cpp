@@ -169,6 +169,13 @@ void register_hook(const Tensor& tensor, GradHook hook) {
   }
 }
 
+void register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook) {
+  MINIDET_CHECK(leaf.requires_grad() && leaf.is_leaf(), "register_post_accumulate_grad_hook: the tensor must be ",
+                "a leaf that requires grad (its gradient is accumulated into .grad); this one ",
+                leaf.requires_grad() ? "is the output of an op" : "does not require grad");
+  leaf.autograd_meta().post_accumulate_hooks.push_back(std::move(hook));
+}
+
 void retain_grad(const Tensor& tensor) {
   MINIDET_CHECK(tensor.requires_grad(), "retain_grad: the tensor does not require grad");
   if (tensor.is_leaf()) return;  // leaves keep .grad anyway

@@ -29,6 +29,12 @@ void backward(const TensorList& roots, const TensorList& grad_roots = {}, bool r
 // A hook sees the gradient flowing into `tensor` and may return a replacement (or an undefined Tensor to
 // keep it). Leaves run hooks before accumulating into .grad(); non-leaves before their grad_fn runs.
 void register_hook(const Tensor& tensor, GradHook hook);
+// Runs hook(leaf) each time backward has finished adding into leaf.grad(): once per backward, as soon as
+// this leaf's gradient is complete, while backward goes on with the rest of the graph (like PyTorch's
+// register_post_accumulate_grad_hook). The hook sees the summed .grad() and may read it, or start
+// something with it (dist::DistributedDataParallel starts the all-reduce of a bucket there); it returns
+// nothing, because by then the gradient is stored. Leaves that require grad only.
+void register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook);
 // Makes a non-leaf tensor store its gradient in .grad() too.
 void retain_grad(const Tensor& tensor);
 // Clears .grad(): drops it (set_to_none, the default) or fills it with zeros.

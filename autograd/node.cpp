@@ -64,6 +64,8 @@ TensorList AccumulateGrad::apply(TensorList grad_outputs) {
   } else {
     add_into(meta.grad, grad);
   }
+  // Indexed, not range-for: a hook may register another hook (the vector may grow while we walk it).
+  for (size_t i = 0; i < meta.post_accumulate_hooks.size(); ++i) meta.post_accumulate_hooks[i](leaf_);
   return {};
 }
 

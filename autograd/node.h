@@ -91,7 +91,8 @@ class Node : public std::enable_shared_from_this<Node> {
 class FunctionNode;
 
 // The sink at the end of every path to a leaf: adds the incoming gradient into leaf.grad(), after running
-// the leaf's hooks. One per leaf, shared by all uses, so gradients from several paths are summed first.
+// the leaf's hooks, then runs its post-accumulate hooks. One per leaf, shared by all uses, so gradients from
+// several paths are summed first (and a post-accumulate hook runs once per backward).
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(const Tensor& leaf);

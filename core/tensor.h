@@ -171,6 +171,8 @@ struct AutogradMeta {
   std::weak_ptr<autograd::Node> grad_accumulator;  // the leaf's gradient sink, shared by all its uses
   bool retains_grad = false;                     // a non-leaf that also stores .grad
   std::vector<std::function<Tensor(const Tensor&)>> hooks;  // may inspect or replace the gradient
+  // Leaves only: run after backward has added into .grad (autograd::register_post_accumulate_grad_hook).
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
   std::string name;                              // optional label for traces and DOT graphs
 };
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what minidet needs to build on Debian/Ubuntu, and only what is missing.
 # As root it uses apt-get; otherwise sudo when available; else it lists the missing packages and fails.
+# MPI (dist/, `mpirun -np N minidet train`) is installed too; NCCL is optional and never installed here.
 # CUDA is optional: with nvcc present (e.g. /usr/local/cuda/bin/nvcc) the CUDA kernels are built too.
 set -euo pipefail
 
@@ -19,6 +20,9 @@ need nlohmann-json3-dev /usr/include/nlohmann/json.hpp
 need libpng-dev /usr/include/png.h
 need libjpeg-dev /usr/include/jpeglib.h
 need libcli11-dev /usr/include/CLI/CLI.hpp  # examples: command lines
+# dist/: multi-process training (mpirun). The header's folder names the architecture, hence the glob.
+compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null || missing+=(libopenmpi-dev)
+need openmpi-bin mpirun
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all build dependencies are present"

@@ -9,6 +9,9 @@ namespace minidet::data {
 
 DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options) : dataset_(dataset), options_(std::move(options)) {
   MINIDET_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be at least 1, got ", options_.batch_size);
+  MINIDET_CHECK(options_.num_shards >= 1 && options_.shard_index >= 0 && options_.shard_index < options_.num_shards,
+                "DataLoader: shard_index ", options_.shard_index, " must be in 0..num_shards-1 (num_shards ",
+                options_.num_shards, ")");
   start_epoch(0);
 }
 
@@ -32,12 +35,18 @@ void DataLoader::start_epoch(int64_t epoch) {
 
 int64_t DataLoader::batches_per_epoch() const {
   const int64_t count = static_cast<int64_t>(order_.size());
-  return options_.drop_last ? count / options_.batch_size : (count + options_.batch_size - 1) / options_.batch_size;
+  const int64_t global = options_.batch_size * options_.num_shards;
+  return options_.drop_last ? count / global : (count + global - 1) / global;
 }
 
 Batch DataLoader::build_batch(int64_t batch_index) const {
-  const int64_t begin = batch_index * options_.batch_size;
-  const int64_t end = std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(order_.size()));
+  // This shard's part of global batch `batch_index` (see the header): equal parts of a full global batch,
+  // an even split of a short last one.
+  const int64_t global = options_.batch_size * options_.num_shards;
+  const int64_t global_begin = batch_index * global;
+  const int64_t length = std::min<int64_t>(global, static_cast<int64_t>(order_.size()) - global_begin);
+  const int64_t begin = global_begin + length * options_.shard_index / options_.num_shards;
+  const int64_t end = global_begin + length * (options_.shard_index + 1) / options_.num_shards;
   std::vector<Sample> samples;
   std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + end);
   for (int64_t index : indices) {

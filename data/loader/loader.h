@@ -14,6 +14,13 @@
 // the transform of sample i in epoch e draws from a Generator seeded by (seed, e, i). Nothing depends on when
 // the background thread runs, so the same seed gives the same batches with or without prefetching.
 //
+// Sharding (data-parallel training, dist/): with num_shards = N ranks, every rank draws the same epoch
+// permutation (same seed) and cuts it into global batches of N * batch_size; shard s takes part s of each:
+//   order:  [ g0: s0 s0 s1 s1 | g1: s0 s0 s1 s1 | g2 (short): s0 s1 ]     (batch_size 2, N = 2)
+// so one step of N ranks sees exactly the images one process with batch N * batch_size would, every image
+// is seen once per epoch across the ranks, and every rank has the same batches_per_epoch (collectives stay
+// in step). A short last global batch (drop_last false) is split as evenly as possible.
+//
 // Prefetching is one std::async task at a time: next() takes the finished batch k and starts batch k + 1.
 // An exception thrown while building a batch (say, a corrupt image) reaches the caller from the next() that
 // would have returned it. The dataset must outlive the loader, and its get() must be thread-safe (see
@@ -51,6 +58,8 @@ struct LoaderOptions {
   bool drop_last = false;  // leave out a final batch smaller than batch_size
   bool prefetch = true;    // build the next batch on a background thread
   Transform transform;     // applied to each sample; none when empty
+  int64_t num_shards = 1;  // data parallel: how many ranks share each global batch
+  int64_t shard_index = 0; // this rank's part, 0..num_shards-1
 };
 
 class DataLoader {

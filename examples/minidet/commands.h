@@ -17,6 +17,7 @@ struct TrainArgs {
   std::string resume;                  // a run folder or a checkpoint
   int64_t stop_after = 0;              // stop (as Ctrl-C would, exit 0) after this step; 0: never
   bool detect_anomaly = false;
+  double dist_timeout = 600;           // under mpirun: seconds a collective may wait before all ranks stop
   std::string train_json, train_images, val_json, val_images;
 };
 int run_train(const TrainArgs& args);

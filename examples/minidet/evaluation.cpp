@@ -12,13 +12,16 @@
 
 namespace minidet::cli {
 
-std::vector<data::Detection> predict(models::FasterRCNN& model, const data::Dataset& dataset, int64_t batch) {
+std::vector<data::Detection> predict(models::FasterRCNN& model, const data::Dataset& dataset, int64_t batch,
+                                     int64_t num_shards, int64_t shard_index) {
   const bool was_training = model.is_training();
   model.eval();
   NoGradGuard no_grad;
   data::LoaderOptions options;
   options.batch_size = batch;
   options.shuffle = false;
+  options.num_shards = num_shards;
+  options.shard_index = shard_index;
   data::DataLoader loader(dataset, options);
   std::vector<data::Detection> detections;
   while (auto b = loader.next()) {
@@ -33,6 +36,24 @@ std::vector<data::Detection> predict(models::FasterRCNN& model, const data::Data
     }
   }
   model.train(was_training);
+  return detections;
+}
+
+std::vector<double> pack_detections(const std::vector<data::Detection>& detections) {
+  std::vector<double> packed;
+  packed.reserve(detections.size() * 7);
+  for (const data::Detection& d : detections)
+    for (double value : {static_cast<double>(d.image_id), static_cast<double>(d.category_id), d.box.x1, d.box.y1,
+                         d.box.x2, d.box.y2, d.score})
+      packed.push_back(value);
+  return packed;
+}
+
+std::vector<data::Detection> unpack_detections(const std::vector<double>& packed) {
+  std::vector<data::Detection> detections;
+  for (size_t i = 0; i + 7 <= packed.size(); i += 7)  // ids are integers far below 2^53: exact in a double
+    detections.push_back({static_cast<int64_t>(packed[i]), static_cast<int64_t>(packed[i + 1]),
+                          {packed[i + 2], packed[i + 3], packed[i + 4], packed[i + 5]}, packed[i + 6]});
   return detections;
 }
 

@@ -22,7 +22,12 @@ struct Scores {
 
 // Detections for every image of `dataset`, in index order, with the dataset's category ids. Switches the
 // model to eval() for the pass and restores the previous mode (BatchNorm's statistics follow the mode).
-std::vector<data::Detection> predict(models::FasterRCNN& model, const data::Dataset& dataset, int64_t batch);
+// With num_shards > 1 (data-parallel evaluation), only this shard's images (see data/loader/loader.h).
+std::vector<data::Detection> predict(models::FasterRCNN& model, const data::Dataset& dataset, int64_t batch,
+                                     int64_t num_shards = 1, int64_t shard_index = 0);
+// Detections as 7 numbers each (image id, category id, x1, y1, x2, y2, score), to send between ranks.
+std::vector<double> pack_detections(const std::vector<data::Detection>& detections);
+std::vector<data::Detection> unpack_detections(const std::vector<double>& packed);
 Scores score(const data::Dataset& dataset, const std::vector<data::Detection>& detections);
 
 // The detections of one image as drawable boxes (labels back from category ids).

@@ -75,6 +75,10 @@ int main(int argc, char** argv) {
       ->check(kNonNegative);
   train_command->add_flag("--detect-anomaly", train.detect_anomaly,
                           "name the op that produced a NaN/Inf gradient (slow; for debugging)");
+  train_command->add_option("--dist-timeout", train.dist_timeout,
+                            "under mpirun: seconds a rank may wait for the others in one collective before the "
+                            "job stops with an error naming the rank and the operation (0: wait forever)")
+      ->check(CLI::NonNegativeNumber);
   train_command->add_option("--train-json", train.train_json, "COCO instances file of the training data");
   train_command->add_option("--train-images", train.train_images, "folder of the training images");
   train_command->add_option("--val-json", train.val_json, "COCO instances file of the validation data");
@@ -84,6 +88,7 @@ int main(int argc, char** argv) {
       "  minidet train                                   default config: about 8 minutes on a 2-core CPU\n"
       "  minidet train --set schedule.steps=100 --out runs/short\n"
       "  minidet train --resume runs/short --set schedule.steps=300    continue, and train longer\n"
+      "  mpirun -np 2 minidet train --out runs/two    data parallel: each rank trains on half of every batch\n"
       "  minidet train --train-json train.json --train-images train/ --val-json val.json --val-images val/");
 
   cli::EvalArgs eval;

@@ -15,6 +15,18 @@
 // to continue from; the resumed run drops the metrics lines after the checkpoint's step and trains those
 // steps again, to the same bits. A run killed before that first save has no last.ckpt and is started again
 // with its original command.
+//
+// Data parallel (`mpirun -np N minidet train`, dist/): schedule.batch is the global batch; each rank trains
+// on its batch / N images of every global batch (the loader's shards) and DistributedDataParallel averages
+// the gradients, so N ranks take the steps one process would take, in the same data order. That is why
+// --resume works with any number of ranks: the checkpoint does not depend on it. Whenever the loss values
+// are read (see LossWatch) they are averaged over ranks, and a Ctrl-C on any rank is shared by a host-only
+// all-reduce of one flag per step, so every rank makes the same decisions (a non-finite loss, stopping).
+// Evaluation is sharded too, and rank 0 gathers the detections and scores them. Only rank 0 prints, logs,
+// plots and writes checkpoints. BatchNorm uses each rank's own batch statistics (no SyncBatchNorm); rank
+// 0's running statistics are copied to all after each step. Any error on one rank stops all of them
+// (MPI_Abort) instead of leaving them waiting.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <csignal>
@@ -29,6 +41,7 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "data/loader/loader.h"
+#include "dist/ddp.h"
 #include "examples/minidet/commands.h"
 #include "examples/minidet/evaluation.h"
 #include "examples/minidet/loss_watch.h"
@@ -55,6 +68,7 @@ void on_interrupt(int) {
 
 // Everything one training run holds between steps.
 struct Run {
+  dist::ProcessGroup& group;
   TrainSetup setup;
   Device device = Device::cpu();
   std::unique_ptr<Generator> generator;
@@ -62,6 +76,7 @@ struct Run {
   std::unique_ptr<nn::Adam> optimizer;
   std::unique_ptr<nn::WarmupCosineLR> scheduler;
   std::unique_ptr<data::DataLoader> loader;
+  std::unique_ptr<dist::DistributedDataParallel> ddp;
   double best_map50 = -1;
 
   const Schedule& schedule() const { return setup.config.schedule; }
@@ -83,7 +98,11 @@ struct Run {
 
 void build(Run& run, const TrainArgs& args) {
   const Schedule& s = run.schedule();
-  run.device = pick_device(args.device);
+  dist::ProcessGroup& group = run.group;
+  // One rank: any --device, cuda:N included. Several: one GPU per rank, cuda:<local rank>.
+  run.device = group.size() > 1 ? group.pick_device(args.device) : pick_device(args.device);
+  MINIDET_CHECK(s.batch % group.size() == 0, "schedule.batch ", s.batch, " is the global batch: it must be a multiple ",
+                "of the ", group.size(), " ranks");
   run.generator = std::make_unique<Generator>(s.seed);
   run.model = std::make_unique<models::FasterRCNN>(run.setup.config.detector, run.generator.get());
   run.model->to(run.device);
@@ -92,7 +111,9 @@ void build(Run& run, const TrainArgs& args) {
   run.scheduler = std::make_unique<nn::WarmupCosineLR>(*run.optimizer, s.steps, s.min_lr_factor,
                                                        std::min(s.warmup, s.steps / 5));
   data::LoaderOptions loader_options;
-  loader_options.batch_size = s.batch;
+  loader_options.batch_size = s.batch / group.size();
+  loader_options.num_shards = group.size();
+  loader_options.shard_index = group.rank();
   loader_options.seed = s.seed;
   loader_options.drop_last = true;
   loader_options.transform = data::random_horizontal_flip(s.flip_probability);
@@ -148,11 +169,31 @@ data::Batch next_batch(data::DataLoader& loader) {
   MINIDET_FAIL("step ", step, ": the loss is not finite (", parts.empty() ? "the total" : parts, ")", op);
 }
 
+// The ranks' mean losses, so that every rank sees the same values and takes the same decisions.
+std::vector<LossRow> mean_over_ranks(std::vector<LossRow> rows, dist::ProcessGroup& group) {
+  if (group.size() == 1) return rows;
+  std::vector<double> flat;
+  for (const LossRow& row : rows) flat.insert(flat.end(), row.values.begin(), row.values.end());
+  flat = group.all_reduce_sum(flat, "all-reduce of the loss values");
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (size_t i = 0; i < rows[r].values.size(); ++i) rows[r].values[i] = flat[r * rows[r].values.size() + i] / group.size();
+  return rows;
+}
+
 // The held-out evaluation: table, metrics line, plots, pictures, checkpoints.
-void evaluate_and_save(Run& run, int64_t step, MetricsLog& metrics, Progress& progress) {
+// Rank 0 only gets past the gather (metrics is null on the others).
+void evaluate_and_save(Run& run, int64_t step, MetricsLog* metrics, Progress& progress) {
   const auto start = Clock::now();
   const data::Dataset& val = *run.setup.data.val;
-  const std::vector<data::Detection> detections = predict(*run.model, val, run.schedule().batch);
+  dist::ProcessGroup& group = run.group;
+  const std::vector<double> packed = group.gather_to_main(
+      pack_detections(predict(*run.model, val, run.schedule().batch, group.size(), group.rank())),
+      "gather of the evaluation's detections");
+  if (!group.is_main()) return;
+  std::vector<data::Detection> detections = unpack_detections(packed);
+  // Back to the dataset's order (ranks hold interleaved parts of each batch), as one process would list them.
+  std::stable_sort(detections.begin(), detections.end(),
+                   [](const data::Detection& a, const data::Detection& b) { return a.image_id < b.image_id; });
   const Scores scores = score(val, detections);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   char header[160];
@@ -160,8 +201,8 @@ void evaluate_and_save(Run& run, int64_t step, MetricsLog& metrics, Progress& pr
                 static_cast<long long>(step), static_cast<long long>(val.size()), seconds, scores.map50,
                 scores.coco[0]);
   progress.print(std::string(header) + "\n" + scores.table);
-  metrics.add_eval(step, scores);
-  metrics.draw_plots(run.setup.folder);
+  metrics->add_eval(step, scores);
+  metrics->draw_plots(run.setup.folder);
   draw_examples(val, detections, run.schedule().detection_images, run.path("detections"));
   // The first evaluation always writes best.ckpt, even when the mAP is -1 (a split without objects).
   if (scores.map50 > run.best_map50 || !std::filesystem::exists(run.path("best.ckpt"))) {
@@ -184,16 +225,24 @@ void print_summary(const Run& run, int64_t step, double seconds) {
               f.c_str(), f.c_str());
 }
 
-}  // namespace
 
-int run_train(const TrainArgs& args) {
+int train(const TrainArgs& args, dist::ProcessGroup& group) {
   set_threads(args.threads);
-  Run run{prepare_training(args)};
+  Run run{group, prepare_training(args, group)};
   build(run, args);
   const int64_t first = run.setup.resume ? restore(run) + 1 : 1;
+  // After restore: every rank read the checkpoint, and DDP's broadcast from rank 0 makes sure they agree.
+  run.ddp = std::make_unique<dist::DistributedDataParallel>(*run.model, group);
   const Schedule& s = run.schedule();
-  MetricsLog metrics(run.path("metrics.jsonl"), first - 1);
-  if (!run.setup.resume) run.save("last.ckpt", 0);  // from here on, --resume always works (see the top)
+  const bool main = group.is_main();
+  std::optional<MetricsLog> metrics;  // only rank 0 writes metrics.jsonl
+  if (main) metrics.emplace(run.path("metrics.jsonl"), first - 1);
+  if (main && !run.setup.resume) run.save("last.ckpt", 0);  // from here on, --resume always works (see the top)
+  // Only rank 0 prints: N progress lines would be noise (errors still reach stderr).
+  if (!main && std::freopen("/dev/null", "w", stdout) == nullptr) MINIDET_FAIL("cannot silence stdout");
+  if (group.size() > 1)
+    std::printf("data parallel: %d ranks, %lld images per rank per step\n", group.size(),
+                static_cast<long long>(s.batch / group.size()));
   std::printf("minidet train: FasterRCNN with %lld parameters on %s; %lld training and %lld validation images; "
               "%s steps %lld..%lld of %lld images\n",
               static_cast<long long>(run.model->num_parameters()), run.device.is_cuda() ? "the GPU" : "the CPU",
@@ -226,21 +275,26 @@ int run_train(const TrainArgs& args) {
     watch.record(step, stack(parts).detach());
     const bool logged = step % s.log_every == 0 || step == s.steps || step == 1;
     const bool evaluating = step == s.steps || (s.eval_every > 0 && step % s.eval_every == 0);
-    const bool stopping = g_interrupted || (args.stop_after > 0 && step >= args.stop_after);
+    // A Ctrl-C on any rank stops all of them at the same step (one host-only all-reduce: no GPU sync).
+    const bool interrupted = group.all_reduce_sum({g_interrupted ? 1.0 : 0.0}, "all-reduce of the stop flag")[0] > 0;
+    const bool stopping = interrupted || (args.stop_after > 0 && step >= args.stop_after);
     if (look_every_step || logged || evaluating || stopping) {
-      for (const LossRow& row : watch.take()) {
+      for (const LossRow& row : mean_over_ranks(watch.take(), group)) {
         const std::vector<double> values(row.values.begin(), row.values.end());
-        if (!std::isfinite(values[0])) fail_non_finite(row.step, values, total, args.detect_anomaly && row.step == step);
+        if (!std::isfinite(values[0])) {
+          auto local = run.ddp->no_sync();  // anomaly mode's extra backward must not start any all-reduce
+          fail_non_finite(row.step, values, total, args.detect_anomaly && row.step == step);
+        }
         shown = row.values;
       }
     }
     const double lr = run.scheduler->lr();  // the rate this step uses; step() below sets the next one
     run.optimizer->zero_grad();
-    total.backward();
+    run.ddp->backward(total);  // backward, with the gradients averaged over ranks as they become ready
     run.optimizer->step();
     run.scheduler->step();
 
-    window_images += batch.size();
+    window_images += batch.size() * group.size();  // images per second of the whole job
     const auto now = Clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
     TrainRecord record{step, shown[0], {shown[1], shown[2], shown[3], shown[4]}, lr,
@@ -248,23 +302,41 @@ int run_train(const TrainArgs& args) {
                        elapsed, (s.steps - step) * elapsed / (step - first + 1)};
     progress.step(record, logged);
     if (logged) {
-      metrics.add_train(record);
+      if (metrics) metrics->add_train(record);
       window_start = now;
       window_images = 0;
     }
-    if (evaluating) evaluate_and_save(run, step, metrics, progress);
+    if (evaluating) evaluate_and_save(run, step, metrics ? &*metrics : nullptr, progress);
 
     if (stopping && step < s.steps) {
-      run.save("last.ckpt", step);
-      progress.print(std::string(g_interrupted ? "interrupted" : "stopped (--stop-after)") + " after step " +
+      if (main) run.save("last.ckpt", step);
+      progress.print(std::string(interrupted ? "interrupted" : "stopped (--stop-after)") + " after step " +
                      std::to_string(step) + "; saved " + run.path("last.ckpt") +
                      "\nresume with: minidet train --resume " + run.setup.folder);
-      return g_interrupted ? 130 : 0;
+      group.barrier("barrier after the last checkpoint");  // no rank exits before rank 0 has written it
+      return interrupted ? 130 : 0;
     }
   }
   std::signal(SIGINT, SIG_DFL);
-  print_summary(run, step, std::chrono::duration<double>(Clock::now() - start).count());
+  if (main) print_summary(run, step, std::chrono::duration<double>(Clock::now() - start).count());
+  group.barrier("barrier at the end of training");
   return 0;
+}
+
+}  // namespace
+
+int run_train(const TrainArgs& args) {
+  dist::ProcessGroup& group = dist::ProcessGroup::world();
+  group.set_timeout(args.dist_timeout);
+  if (group.size() == 1) return train(args, group);
+  try {
+    return train(args, group);
+  } catch (const Error& e) {
+    // The other ranks would wait for this one in their next collective: stop them all now, with the reason.
+    group.abort(e.message());
+  } catch (const std::exception& e) {
+    group.abort(e.what());
+  }
 }
 
 }  // namespace minidet::cli

@@ -65,7 +65,7 @@ RunConfig resumed_config(const TrainArgs& args, const RunCheckpoint& checkpoint)
 
 }  // namespace
 
-TrainSetup prepare_training(const TrainArgs& args) {
+TrainSetup prepare_training(const TrainArgs& args, dist::ProcessGroup& group) {
   TrainSetup setup;
   if (!args.resume.empty()) {
     setup.resume = load_run_checkpoint(checkpoint_path(args.resume, false));
@@ -79,6 +79,7 @@ TrainSetup prepare_training(const TrainArgs& args) {
     for (const std::string& assignment : args.overrides) setup.config.set(assignment);
     apply_data_flags(args, setup.config);
     setup.folder = args.out.empty() ? timestamp_folder() : args.out;
+    group.broadcast(setup.folder, 0, "broadcast of the run folder name");
     MINIDET_CHECK(!fs::exists(fs::path(setup.folder) / "last.ckpt"), "run folder '", setup.folder,
                   "' already holds a run: continue it with --resume ", setup.folder, " or choose another --out");
   }
@@ -91,11 +92,13 @@ TrainSetup prepare_training(const TrainArgs& args) {
     adopt_classes(setup.config, *setup.data.train);  // for the shapes, num_classes picked them: unchanged
   }
   setup.config.validate();
-  std::error_code ec;
-  fs::create_directories(setup.folder, ec);
-  MINIDET_CHECK(!ec, "cannot create run folder ", setup.folder, ": ", ec.message());
-  remove_stale_temp_files(setup.folder);
-  write_config(setup.config, setup.folder);
+  if (group.is_main()) {  // the other ranks only read: rank 0 alone creates and writes
+    std::error_code ec;
+    fs::create_directories(setup.folder, ec);
+    MINIDET_CHECK(!ec, "cannot create run folder ", setup.folder, ": ", ec.message());
+    remove_stale_temp_files(setup.folder);
+    write_config(setup.config, setup.folder);
+  }
   return setup;
 }
 

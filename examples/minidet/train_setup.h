@@ -6,6 +6,7 @@
 #include <string>
 
 #include "examples/minidet/checkpoints.h"
+#include "dist/process_group.h"
 #include "examples/minidet/commands.h"
 #include "examples/minidet/datasets.h"
 
@@ -20,6 +21,8 @@ struct TrainSetup {
 
 // Resolves everything and writes config.json. Throws (one line) on a bad flag, a missing file, a run folder
 // that already holds a run, or a --set on resume that would change the model or its data.
-TrainSetup prepare_training(const TrainArgs& args);
+// Under mpirun every rank resolves the same setup (rank 0's default folder name is broadcast, so a second
+// boundary between the ranks' clocks cannot split the run); only rank 0 creates the folder and writes.
+TrainSetup prepare_training(const TrainArgs& args, dist::ProcessGroup& group);
 
 }  // namespace minidet::cli

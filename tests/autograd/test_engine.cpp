@@ -1,5 +1,6 @@
 // The autograd engine: graph shapes, gradient accumulation, retain_graph, hooks, grad mode, saved-tensor
 // version checks, long chains and freeing the graph.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 #include "core/factories.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/unary.h"
+#include "ops/reduction/reduction.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -117,6 +119,37 @@ TEST_CASE("values/engine: hooks inspect and replace gradients") {
   const std::vector<double> g = grad_of(x);
   CHECK(g[0] == doctest::Approx(1.0 * 10 * 3 + 1));
   CHECK(g[1] == doctest::Approx(2.0 * 10 * 3 + 1));
+}
+
+TEST_CASE("values/engine: a post-accumulate hook runs once per backward, after the summed gradient is stored") {
+  Tensor w = leaf({1.0, 2.0});
+  Tensor b = leaf({0.5});
+  std::vector<std::string> order;
+  std::vector<std::vector<double>> seen;
+  autograd::register_post_accumulate_grad_hook(w, [&](const Tensor& t) {
+    order.push_back("w");
+    seen.push_back(t.grad().to_vector<double>());
+  });
+  autograd::register_post_accumulate_grad_hook(b, [&](const Tensor&) { order.push_back("b"); });
+  // w is used by two ops: its hook must see the sum of both paths, and run once.
+  const Tensor loss = sum(w * 3.0) + sum(w * w) + sum(b * 2.0);
+  loss.backward();
+  CHECK(order.size() == 2);
+  CHECK(std::count(order.begin(), order.end(), "w") == 1);
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] == std::vector<double>{3.0 + 2.0, 3.0 + 4.0});
+  // A second backward accumulates into .grad; the hook sees the accumulated value.
+  (sum(w * 3.0)).backward();
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1] == std::vector<double>{8.0, 10.0});
+}
+
+TEST_CASE("errors/engine: a post-accumulate hook needs a leaf that requires grad") {
+  Tensor w = leaf({1.0});
+  CHECK_THROWS_CONTAINING(autograd::register_post_accumulate_grad_hook(w * 2.0, [](const Tensor&) {}),
+                          "is the output of an op");
+  CHECK_THROWS_CONTAINING(autograd::register_post_accumulate_grad_hook(from_vector<double>({1.0}), [](const Tensor&) {}),
+                          "does not require grad");
 }
 
 TEST_CASE("values/engine: retain_grad keeps a non-leaf gradient") {
