@@ -304,7 +304,7 @@ TEST_CASE("errors/faster_rcnn: bad images, targets and configs are refused by na
   CHECK_THROWS_CONTAINING(FasterRCNN(bad), "num_classes must be at least 1");
 }
 
-MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, with 3 host synchronisations per step") {
+MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, with 1 host synchronisation per step") {
   Generator init_cpu(41), init_gpu(41);
   FasterRCNN cpu(tiny_config(), &init_cpu), gpu(tiny_config(), &init_gpu);
   test::perturb_offset_predictors(cpu, 42);
