@@ -51,6 +51,7 @@
 #include "data/loader/loader.h"
 #include "data/shapes/shapes_dataset.h"
 #include "data/transforms/transforms.h"
+#include "examples/minidet/evaluation.h"
 #include "examples/minidet/loss_watch.h"
 #include "examples/minidet/metrics.h"
 #include "examples/minidet/run_config.h"
@@ -276,28 +277,10 @@ struct AccuracyOptions {
   int64_t steps = 0;  // 0: the schedule's
 };
 
-// VOC mAP@0.5 over `dataset`, as `minidet train` evaluates (examples/minidet/evaluation.cpp).
+// VOC mAP@0.5 over `dataset`, with the very pass `minidet train` evaluates with (examples/minidet/evaluation.cpp).
 double evaluate_map50(models::FasterRCNN& model, const data::Dataset& dataset, int64_t batch) {
-  model.eval();
-  NoGradGuard no_grad;
-  data::LoaderOptions options;
-  options.batch_size = batch;
-  options.shuffle = false;
-  data::DataLoader loader(dataset, options);
-  std::vector<data::Detection> detections;
-  while (auto b = loader.next()) {
-    const std::vector<models::Detections> out = model.forward_infer(*b);
-    for (size_t n = 0; n < out.size(); ++n) {
-      const std::vector<float> boxes = out[n].boxes.to(Device::cpu()).to(kFloat32).to_vector<float>();
-      const std::vector<float> scores = out[n].scores.to(Device::cpu()).to(kFloat32).to_vector<float>();
-      const std::vector<int64_t> labels = out[n].labels.to(Device::cpu()).to_vector<int64_t>();
-      for (size_t d = 0; d < scores.size(); ++d)
-        detections.push_back({b->image_ids[n], dataset.category_id(labels[d]),
-                              {boxes[4 * d], boxes[4 * d + 1], boxes[4 * d + 2], boxes[4 * d + 3]}, scores[d]});
-    }
-  }
-  model.train();
-  return data::evaluate_voc(data::ground_truth_from_dataset(dataset), detections).mean_average_precision;
+  return data::evaluate_voc(data::ground_truth_from_dataset(dataset), cli::predict(model, dataset, batch))
+      .mean_average_precision;
 }
 
 int time_to_accuracy(const bench::Args& args, const AccuracyOptions& o) {

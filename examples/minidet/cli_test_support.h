@@ -54,8 +54,9 @@ inline fs::path fresh_folder(const std::string& name) {
 
 // Runs `minidet <arguments>` in `folder` with stdout and stderr captured; --threads is pinned by the
 // callers that compare losses, since the CPU kernels' summation order may follow the thread count.
-inline Result run_minidet(const fs::path& folder, const std::string& arguments) {
-  const std::string command = "cd '" + folder.string() + "' && '" + MINIDET_EXE + "' " + arguments +
+// `launcher` goes before the program (e.g. "mpirun -np 2 ").
+inline Result run_minidet(const fs::path& folder, const std::string& arguments, const std::string& launcher = "") {
+  const std::string command = "cd '" + folder.string() + "' && " + launcher + "'" + MINIDET_EXE + "' " + arguments +
                               " > stdout.txt 2> stderr.txt";
   const int status = std::system(command.c_str());
   Result r;

@@ -136,31 +136,23 @@ TEST_CASE("values/minidet: train, stop, resume bit for bit, eval and detect end 
 TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and resumes with 1 rank") {
   const fs::path folder = fresh_folder("mpirun");
   write_text(folder / "tiny.json", kTinyConfig);
-  const std::string mpirun = std::string(MINIDET_MPIEXEC) + " '" + MINIDET_EXE + "' ";
-  auto run = [&](const std::string& launcher, const std::string& arguments) {
-    const std::string command = "cd '" + folder.string() + "' && " + launcher + arguments + " > stdout.txt 2> stderr.txt";
-    const int status = std::system(command.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(folder / "stdout.txt");
-    r.err = read_text(folder / "stderr.txt");
-    return r;
-  };
-  const Result two = run(mpirun, "train --config tiny.json --device cpu --threads 1 --out two");
+  const std::string mpirun = std::string(MINIDET_MPIEXEC) + " ";
+  const Result two = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out two", mpirun);
   REQUIRE_MESSAGE(two.code == 0, two.err);
   CHECK(two.out.find("data parallel: 2 ranks, 1 images per rank per step") != std::string::npos);
   CHECK(two.out.find("trained 6 steps") == two.out.rfind("trained 6 steps"));  // printed by rank 0 alone
   check_run_folder(folder / "two");
   CHECK(loss_lines(folder / "two" / "metrics.jsonl").size() == 6);
 
-  const Result first = run(mpirun, "train --config tiny.json --device cpu --threads 1 --out split --stop-after 4");
+  const Result first = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out split --stop-after 4",
+                                   mpirun);
   REQUIRE_MESSAGE(first.code == 0, first.err);
-  const Result second = run("'" + std::string(MINIDET_EXE) + "' ", "train --resume split --device cpu --threads 1");
+  const Result second = run_minidet(folder, "train --resume split --device cpu --threads 1");
   REQUIRE_MESSAGE(second.code == 0, second.err);
   CHECK(second.out.find("resuming, steps 5..6") != std::string::npos);
   check_run_folder(folder / "split");
 
-  const Result odd = run(mpirun, "train --config tiny.json --device cpu --out odd --set schedule.batch=3");
+  const Result odd = run_minidet(folder, "train --config tiny.json --device cpu --out odd --set schedule.batch=3", mpirun);
   CHECK(odd.code != 0);
   // Both ranks fail alike and the first MPI_Abort may kill the other before it prints: either rank may speak.
   CHECK(odd.err.find(" of 2 (local ") != std::string::npos);

@@ -1,10 +1,6 @@
 #include "ops/elementwise/elementwise_raw.h"
 
 #include <cmath>
-#include <cstring>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "core/broadcast.h"
 #include "core/factories.h"
@@ -93,51 +89,6 @@ bool scalar_fits(double value, DType dtype) {
   return false;
 }
 
-Tensor scalar_like(const Tensor& t, double value) { return scalar_constant(value, t.options()); }
-
-namespace {
-
-// Keyed by the value's bits (so -0.0 and 0.0, and NaN payloads, stay apart) with the dtype and device.
-using ScalarKey = std::tuple<uint64_t, int, int, int>;
-std::mutex& scalar_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-// Never destroyed: the tensors must not be freed after the CUDA runtime has shut down at exit.
-std::map<ScalarKey, Tensor>& scalar_cache() {
-  static auto* cache = new std::map<ScalarKey, Tensor>();
-  return *cache;
-}
-
-}  // namespace
-
-int64_t scalar_constant_count() {
-  std::lock_guard<std::mutex> lock(scalar_mutex());
-  return static_cast<int64_t>(scalar_cache().size());
-}
-
-Tensor scalar_constant(double value, const TensorOptions& options) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  const ScalarKey key{bits, static_cast<int>(options.dtype), static_cast<int>(options.device.type),
-                      options.device.index};
-  std::lock_guard<std::mutex> lock(scalar_mutex());
-  const auto found = scalar_cache().find(key);
-  if (found != scalar_cache().end()) return found->second;
-  NoGradGuard constant;  // a leaf that never requires grad, whatever mode the first caller was in
-  Tensor made = full({}, value, options);
-  if (scalar_cache().size() < kMaxCachedScalars) scalar_cache().emplace(key, made);
-  return made;
-}
+Tensor scalar_like(const Tensor& t, double value) { return shared_scalar(value, t.options()); }
 
 }  // namespace minidet::ops::detail
-
-namespace minidet {
-
-Tensor shared_scalar(double value, const TensorOptions& options) {
-  return ops::detail::scalar_constant(value, options);
-}
-
-int64_t shared_scalar_count() { return ops::detail::scalar_constant_count(); }
-
-}  // namespace minidet

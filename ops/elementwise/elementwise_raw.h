@@ -17,16 +17,8 @@ Tensor compare_raw(const char* name, CompareOp op, const Tensor& a, const Tensor
 // does not fit truncates it (0.5 -> 0) or, for an out-of-range value, is undefined behaviour.
 bool scalar_fits(double value, DType dtype);
 // A 0-dim tensor holding `value` with t's dtype and device: how the comparisons and the integer paths apply
-// a scalar (there are no scalar kernels for them). Callers check scalar_fits first.
-//
-// The result is SHARED and must never be written: making a fresh one costs an allocation and, on a GPU, a
-// fill kernel, and a detector training step compares with constants (labels == 1, IoU >= 0.7, where(..., -1))
-// about 400 times, a sixth of its launches. So scalar_constant keeps one read-only tensor per (value, dtype,
-// device) for the whole process. At most kMaxCachedScalars are kept: a value that changes every call (a
-// learning rate) cannot grow the cache; past the cap, a fresh tensor is returned each time.
+// a scalar (there are no scalar kernels for them). Callers check scalar_fits first. It is shared_scalar's
+// read-only constant (ops/elementwise/shared_scalar.h): never write to it.
 Tensor scalar_like(const Tensor& t, double value);
-Tensor scalar_constant(double value, const TensorOptions& options);
-constexpr size_t kMaxCachedScalars = 512;
-int64_t scalar_constant_count();
 
 }  // namespace minidet::ops::detail

@@ -5,7 +5,7 @@
 #include "core/broadcast.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
-#include "ops/elementwise/elementwise_raw.h"
+#include "ops/elementwise/shared_scalar.h"
 #include "ops/indexing/indexing_kernels.h"
 
 namespace minidet {
@@ -40,7 +40,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   ops::check_same_dtype("where", a, "a", b, "b");
   Tensor out = select_raw(cond, a, b);
   autograd::record("where", {a, b}, {out}, {cond}, [](BackwardContext& ctx, const TensorList& g) -> TensorList {
-    const Tensor cond = ctx.saved(0), zero = ops::detail::scalar_constant(0.0, g[0].options());
+    const Tensor cond = ctx.saved(0), zero = shared_scalar(0.0, g[0].options());
     return {ctx.needs_input_grad(0) ? select_raw(cond, g[0], zero) : Tensor(),
             ctx.needs_input_grad(1) ? select_raw(cond, zero, g[0]) : Tensor()};
   });
@@ -52,9 +52,9 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   check_mask("masked_fill", mask, "mask", x);
   MINIDET_CHECK(broadcastable_to(mask.sizes(), x.sizes()), "masked_fill: mask of shape ", mask.sizes(),
                 " does not broadcast to x's shape ", x.sizes());
-  Tensor out = select_raw(mask, ops::detail::scalar_constant(value, x.options()), x);
+  Tensor out = select_raw(mask, shared_scalar(value, x.options()), x);
   autograd::record("masked_fill", {x}, {out}, {mask}, [](BackwardContext& ctx, const TensorList& g) -> TensorList {
-    return {select_raw(ctx.saved(0), ops::detail::scalar_constant(0.0, g[0].options()), g[0])};
+    return {select_raw(ctx.saved(0), shared_scalar(0.0, g[0].options()), g[0])};
   });
   return out;
 }

@@ -14,6 +14,7 @@
 #include "nn/nn.h"
 #include "ops/elementwise/binary.h"
 #include "tests/errors/bad_call.h"
+#include "tests/models/tiny_detector.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -32,25 +33,6 @@ Tensor param(const Shape& shape = {3}) {
 }
 std::vector<nn::ParamGroup> group(double lr, double decay = 0.0) { return {nn::ParamGroup{{param()}, lr, decay}}; }
 nn::AdamOptions betas(double beta1, double beta2, double eps = 1e-8) { return {beta1, beta2, eps, false}; }
-
-// A detector small enough to build in milliseconds: 2 classes, a few channels, 32 x 32 images.
-models::DetectorConfig tiny_detector() {
-  models::DetectorConfig c;
-  c.num_classes = 2;
-  c.backbone.stem_channels = 3;
-  c.backbone.widths = {3, 4, 4};
-  c.backbone.blocks = {1, 1, 1};
-  c.backbone.strides = {2, 2, 1};
-  c.rpn.anchor_sizes = {8, 16};
-  c.rpn.aspect_ratios = {1.0};
-  c.rpn.loss.batch_size_per_image = 16;
-  c.rpn.train_proposals = {20, 8, 0.7, 1e-3, 0.0};
-  c.rpn.test_proposals = {20, 8, 0.7, 1e-3, 0.0};
-  c.roi_heads.pooled_size = 3;
-  c.roi_heads.representation_size = 8;
-  c.roi_heads.batch_size_per_image = 12;
-  return c;
-}
 
 }  // namespace
 
@@ -202,7 +184,7 @@ TEST_CASE("errors/training_table: optimizer state and schedules that do not fit"
 
 TEST_CASE("errors/training_table: the detector refuses bad images and targets by name") {
   Generator init(5);
-  models::FasterRCNN model(tiny_detector(), &init);
+  models::FasterRCNN model(test::tiny_detector_config(), &init);
   const Tensor images = rand({1, 3, 32, 32}, kFloat32, &init);
   const std::vector<Tensor> boxes = {from_vector<float>({2, 2, 20, 20}, {1, 4})};
   const std::vector<Tensor> labels = {from_vector<int64_t>({1}, {1})};

@@ -17,6 +17,7 @@
 #include "ops/elementwise/binary.h"
 #include "ops/reduction/reduction.h"
 #include "tests/models/deformable_helpers.h"
+#include "tests/models/tiny_detector.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -25,26 +26,6 @@ using models::FasterRCNN;
 using models::Losses;
 
 namespace {
-
-// A detector small enough for finite differences: 32 x 32 images, stride 8 (4 x 4 features), 2 anchors per
-// position, a 3 x 3 RoIAlign and an 8-wide box head.
-DetectorConfig tiny_config() {
-  DetectorConfig c;
-  c.num_classes = 2;
-  c.backbone.stem_channels = 3;
-  c.backbone.widths = {3, 4, 4};
-  c.backbone.blocks = {1, 1, 1};
-  c.backbone.strides = {2, 2, 1};
-  c.rpn.anchor_sizes = {8, 16};
-  c.rpn.aspect_ratios = {1.0};
-  c.rpn.loss.batch_size_per_image = 16;
-  c.rpn.train_proposals = {20, 8, 0.7, 1e-3, 0.0};
-  c.rpn.test_proposals = {20, 8, 0.7, 1e-3, 0.0};
-  c.roi_heads.pooled_size = 3;
-  c.roi_heads.representation_size = 8;
-  c.roi_heads.batch_size_per_image = 12;
-  return c;
-}
 
 // Two 32 x 32 images in float64: the first with two objects, the second with none.
 struct TinyBatch {
@@ -80,7 +61,7 @@ Tensor composed_loss(FasterRCNN& model, const TinyBatch& b, const std::vector<Te
 
 TEST_CASE("values/faster_rcnn: four finite losses, equal to the blocks composed, and per-image detections") {
   Generator init(3);
-  FasterRCNN model(tiny_config(), &init);
+  FasterRCNN model(test::tiny_detector_config(), &init);
   model.to(kFloat64);
   const TinyBatch b = tiny_batch(4);
 
@@ -141,7 +122,7 @@ TEST_CASE("values/faster_rcnn: four finite losses, equal to the blocks composed,
 
 TEST_CASE("values/faster_rcnn: a batch of only empty images trains, and forward follows the mode") {
   Generator init(8);
-  FasterRCNN model(tiny_config(), &init);
+  FasterRCNN model(test::tiny_detector_config(), &init);
   data::Batch batch;
   batch.images = zeros({1, 3, 32, 32});
   batch.boxes = {zeros({0, 4})};
@@ -168,7 +149,7 @@ TEST_CASE("gradcheck/faster_rcnn: the total training loss against parameters of 
   // finite differences hold them fixed too (the RPN's proposals at the unperturbed weights), and reseed the
   // samplers at every evaluation so each one makes the same discrete choices.
   Generator init(11);
-  FasterRCNN model(tiny_config(), &init);
+  FasterRCNN model(test::tiny_detector_config(), &init);
   test::perturb_offset_predictors(model, 12);
   model.to(kFloat64);
   const TinyBatch b = tiny_batch(13);
@@ -262,7 +243,7 @@ TEST_CASE("values/faster_rcnn_overfit: two images, the loss falls and every obje
 
 TEST_CASE("errors/faster_rcnn: bad images, targets and configs are refused by name") {
   Generator init(31);
-  FasterRCNN model(tiny_config(), &init);
+  FasterRCNN model(test::tiny_detector_config(), &init);
   const Tensor images = rand({1, 3, 32, 32}, kFloat32, &init);
   const std::vector<Tensor> boxes = {from_vector<float>({2, 2, 20, 20}, {1, 4})};
   const std::vector<Tensor> labels = {from_vector<int64_t>({1}, {1})};
@@ -296,17 +277,17 @@ TEST_CASE("errors/faster_rcnn: bad images, targets and configs are refused by na
   CHECK_THROWS_CONTAINING(model.forward_infer(rand({1, 3, 32, 32}, kFloat64)), "FasterRCNN::forward_infer");
   CHECK_THROWS_CONTAINING(FasterRCNN::total_loss({}), "no losses");
 
-  DetectorConfig bad = tiny_config();
+  DetectorConfig bad = test::tiny_detector_config();
   bad.rpn.anchor_sizes.clear();
   CHECK_THROWS_CONTAINING(FasterRCNN(bad), "rpn.anchor_sizes must be a non-empty list");
-  bad = tiny_config();
+  bad = test::tiny_detector_config();
   bad.num_classes = 0;
   CHECK_THROWS_CONTAINING(FasterRCNN(bad), "num_classes must be at least 1");
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, with 1 host synchronisation per step") {
   Generator init_cpu(41), init_gpu(41);
-  FasterRCNN cpu(tiny_config(), &init_cpu), gpu(tiny_config(), &init_gpu);
+  FasterRCNN cpu(test::tiny_detector_config(), &init_cpu), gpu(test::tiny_detector_config(), &init_gpu);
   test::perturb_offset_predictors(cpu, 42);
   test::perturb_offset_predictors(gpu, 42);
   cpu.to(kFloat64);

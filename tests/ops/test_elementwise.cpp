@@ -346,5 +346,5 @@ TEST_CASE("values/shared_scalar: one read-only constant per value dtype and devi
     const double value = 1000.5 + i;
     CHECK(shared_scalar(value, kFloat64).item<double>() == value);
   }
-  CHECK(shared_scalar_count() <= 512);
+  CHECK(shared_scalar_count() <= static_cast<int64_t>(kMaxSharedScalars));
 }
