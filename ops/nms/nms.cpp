@@ -100,16 +100,16 @@ NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor
   check_class_ids(op, boxes, class_ids);
   NoGradGuard raw;
   const int64_t n = boxes.size(0);
+  if (n > 0 && boxes.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    return nms_mask_cuda(op, sorted_args(boxes, scores, class_ids, iou_threshold, 0));  // makes its own outputs
+#endif
+  }
   NmsMask result;
   result.keep_mask = zeros({n}, TensorOptions(kBool, boxes.device()));
   result.status = zeros({2}, TensorOptions(kInt64, boxes.device()));
   if (n == 0) return result;
   const NmsArgs args = sorted_args(boxes, scores, class_ids, iou_threshold, 0);
-  if (boxes.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return nms_mask_cuda(op, args);
-#endif
-  }
   // The CPU: the list (a bad value throws here), scattered into the mask; no synchronisation to save.
   const std::vector<int64_t> keep = nms_cpu(op, args).to_vector<int64_t>();
   bool* mask = result.keep_mask.data<bool>();
