@@ -29,8 +29,12 @@ if(MINIDET_WITH_MPI)
   endif()
 endif()
 if(MINIDET_NCCL AND MINIDET_WITH_MPI AND MINIDET_WITH_CUDA)
-  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ENV NCCL_HOME PATH_SUFFIXES include)
-  find_library(NCCL_LIBRARY nccl HINTS ENV NCCL_HOME PATH_SUFFIXES lib lib64)
+  # NCCL_HOME first, then the system (Debian's libnccl-dev), then the CUDA toolkit, which ships NCCL in
+  # recent releases (include/nccl.h, lib/libnccl.so).
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ENV NCCL_HOME PATH_SUFFIXES include
+            PATHS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(NCCL_LIBRARY nccl HINTS ENV NCCL_HOME PATH_SUFFIXES lib lib64
+               PATHS ${CUDAToolkit_LIBRARY_DIR} "${CUDAToolkit_LIBRARY_ROOT}/lib")
   if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
     set(MINIDET_WITH_NCCL ON)
   endif()

@@ -36,21 +36,29 @@ ncclDataType_t nccl_type(DType dtype) {
 // A started NCCL collective: `done` is recorded on the NCCL stream after it.
 class NcclWork final : public Work {
  public:
-  NcclWork(cudaEvent_t done, Watchdog& watchdog, std::string what)
-      : done_(done), watchdog_(watchdog), what_(std::move(what)) {}
+  NcclWork(cudaEvent_t done, ncclComm_t comm, Watchdog& watchdog, std::string what)
+      : done_(done), comm_(comm), watchdog_(watchdog), what_(std::move(what)) {}
   ~NcclWork() override { cudaEventDestroy(done_); }
   void wait() override {
     // Poll instead of cudaEventSynchronize, so that a hung peer shows up as a watchdog timeout naming the
-    // operation rather than as a process blocked inside the driver.
+    // operation rather than as a process blocked inside the driver, and so that NCCL's asynchronous errors
+    // (a peer's connection lost, a failed proxy) become an error here rather than a wait that never ends.
     Watchdog::Scope scope(watchdog_, what_);
     cudaError_t status;
-    while ((status = cudaEventQuery(done_)) == cudaErrorNotReady) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    while ((status = cudaEventQuery(done_)) == cudaErrorNotReady) {
+      ncclResult_t async_error = ncclSuccess;
+      MINIDET_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async_error));
+      if (async_error != ncclSuccess && async_error != ncclInProgress)
+        MINIDET_FAIL(what_, ": NCCL reported an asynchronous error: ", ncclGetErrorString(async_error));
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
     MINIDET_CUDA_CHECK(status);
     MINIDET_CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), done_, 0));
   }
 
  private:
   cudaEvent_t done_;
+  ncclComm_t comm_;
   Watchdog& watchdog_;
   std::string what_;
 };
@@ -61,6 +69,26 @@ struct NcclCommunicator::State {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   Device device;
+
+  // Queues one NCCL call on the NCCL stream, ordered after everything queued so far on minidet's stream
+  // (the ready event), and returns the Work that waits for it (the done event). See the header's picture.
+  template <typename NcclCall>
+  std::unique_ptr<Work> enqueue(NcclCall&& call, Watchdog& watchdog, const std::string& what) {
+    cuda::DeviceGuard guard(device);
+    cudaEvent_t ready, done;
+    MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    MINIDET_CUDA_CHECK(cudaEventRecord(ready, cuda::current_stream()));
+    MINIDET_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
+    MINIDET_CUDA_CHECK(cudaEventDestroy(ready));  // safe once waited on: CUDA frees it when the wait is done
+    MINIDET_NCCL_CHECK(call(comm, stream));
+    MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    MINIDET_CUDA_CHECK(cudaEventRecord(done, stream));
+    return std::make_unique<NcclWork>(done, comm, watchdog, what);
+  }
+
+  void check_device(const Tensor& t, const std::string& what) const {
+    MINIDET_CHECK(t.device() == device, what, ": tensor on ", t.device(), ", NCCL communicator on ", device);
+  }
 };
 
 NcclCommunicator::NcclCommunicator(int rank, int size, const Device& device) : state_(std::make_unique<State>()) {
@@ -80,33 +108,26 @@ NcclCommunicator::~NcclCommunicator() {
 
 std::unique_ptr<Work> NcclCommunicator::start_all_reduce(const Tensor& t, bool mean, Watchdog& watchdog,
                                                          const std::string& what) {
-  MINIDET_CHECK(t.device() == state_->device, what, ": tensor on ", t.device(), ", NCCL communicator on ",
-                state_->device);
-  cuda::DeviceGuard guard(state_->device);
-  cudaEvent_t ready, done;
-  MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-  MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  MINIDET_CUDA_CHECK(cudaEventRecord(ready, cuda::current_stream()));
-  MINIDET_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, ready, 0));
-  MINIDET_NCCL_CHECK(ncclAllReduce(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
-                                   mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
-  MINIDET_CUDA_CHECK(cudaEventRecord(done, state_->stream));
-  MINIDET_CUDA_CHECK(cudaEventDestroy(ready));  // destroying a recorded event is safe: CUDA frees it when done
-  return std::make_unique<NcclWork>(done, watchdog, what);
+  state_->check_device(t, what);
+  const auto count = static_cast<size_t>(t.numel());
+  const ncclDataType_t type = nccl_type(t.dtype());
+  return state_->enqueue(
+      [&](ncclComm_t comm, cudaStream_t stream) {
+        return ncclAllReduce(t.raw_data(), t.raw_data(), count, type, mean ? ncclAvg : ncclSum, comm, stream);
+      },
+      watchdog, what);
 }
 
 void NcclCommunicator::broadcast(const Tensor& t, int root, Watchdog& watchdog, const std::string& what) {
-  cuda::DeviceGuard guard(state_->device);
-  cudaEvent_t ready, done;
-  MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-  MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  MINIDET_CUDA_CHECK(cudaEventRecord(ready, cuda::current_stream()));
-  MINIDET_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, ready, 0));
-  MINIDET_NCCL_CHECK(ncclBroadcast(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
-                                   root, state_->comm, state_->stream));
-  MINIDET_CUDA_CHECK(cudaEventRecord(done, state_->stream));
-  MINIDET_CUDA_CHECK(cudaEventDestroy(ready));
-  NcclWork(done, watchdog, what).wait();
+  state_->check_device(t, what);
+  const auto count = static_cast<size_t>(t.numel());
+  const ncclDataType_t type = nccl_type(t.dtype());
+  state_->enqueue(
+             [&](ncclComm_t comm, cudaStream_t stream) {
+               return ncclBroadcast(t.raw_data(), t.raw_data(), count, type, root, comm, stream);
+             },
+             watchdog, what)
+      ->wait();
 }
 
 }  // namespace minidet::dist

@@ -11,8 +11,8 @@
 //   Work::wait():    host polls done (under the watchdog), then the default stream waits on done too
 // so the bucket is read by NCCL only once it is filled, and read back by minidet only once it is reduced.
 //
-// Compiled only when nccl.h was found (MINIDET_WITH_NCCL); otherwise every method refuses. Needs NCCL 2.10 or
-// later (ncclAvg).
+// Compiled only when nccl.h was found (MINIDET_WITH_NCCL); otherwise every method refuses. Needs NCCL 2.14 or
+// later (ncclAvg, ncclInProgress).
 #pragma once
 
 #include <memory>
