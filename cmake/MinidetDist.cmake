@@ -29,8 +29,8 @@ if(MINIDET_WITH_MPI)
   endif()
 endif()
 if(MINIDET_NCCL AND MINIDET_WITH_MPI AND MINIDET_WITH_CUDA)
-  # NCCL_HOME first, then the system (Debian's libnccl-dev), then the CUDA toolkit, which ships NCCL in
-  # recent releases (include/nccl.h, lib/libnccl.so).
+  # NCCL_HOME first, then the system (Debian's libnccl-dev), then the CUDA toolkit's folders, where some
+  # installs put NCCL (include/nccl.h, lib/libnccl.so).
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ENV NCCL_HOME PATH_SUFFIXES include
             PATHS ${CUDAToolkit_INCLUDE_DIRS})
   find_library(NCCL_LIBRARY nccl HINTS ENV NCCL_HOME PATH_SUFFIXES lib lib64

@@ -14,6 +14,10 @@
 #             bench/detector_torch.py --time-to-accuracy; minutes each, so not in `all`; TTA_ARGS for both)
 #   asan      the whole CPU suite under AddressSanitizer + UBSan (scripts/asan.sh's build, on 16 cores)
 #   longrun   the long-run health tests for LONG_RUN_STEPS steps (default 300), CPU and CUDA
+#   dist      issue 16 on a machine with 2 GPUs (kind nvidia-h100-x2): the dist cases (cuda/dist_ddp with
+#             NCCL), then minidet train's throughput on 1 and 2 GPUs at the same per-GPU batch
+#             (DIST_BATCH, default 8; DIST_STEPS, default 300) and time to mAP@0.5 >= 0.95 at the same total
+#             batch (DIST_TTA_STEPS, default 1000, evaluated every 50 steps), each from metrics.jsonl
 #   killresume  scripts/kill-resume.sh: KILL_TRIALS (default 100) kill -9 / --resume trials of a tiny CPU
 #             minidet train; the summary's "corrupt checkpoints found" must be 0
 #   tests     = ctest,sanitize,demo          all = tests,train,bench
@@ -147,6 +151,43 @@ if wants longrun; then
   note "== long-run health, ${LONG_RUN_STEPS:=300} steps"
   MINIDET_LONG_RUN_STEPS=$LONG_RUN_STEPS build/gpu/tests/test_models -tc="*long_run*" -s 2>&1 |
     grep -E "MESSAGE|ERROR|test cases" | tee -a "$summary"
+fi
+
+if wants dist; then
+  note "== data parallel on $(nvidia-smi -L | wc -l) GPUs (dist cases, then 1 vs 2 GPUs)"
+  ctest --preset gpu -L dist >"$OUT/dist-ctest.log" 2>&1
+  note "dist ctest exit code $?"
+  grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Timeout" "$OUT/dist-ctest.log" | tee -a "$summary"
+  minidet=build/gpu/examples/minidet/minidet
+  mpi=(mpirun --allow-run-as-root -np 2 --bind-to none)
+  b=${DIST_BATCH:-8}
+  # $1: label; the rest: the command. Prints the last logged images/s and the eval lines' mAP and train_s.
+  dist_run() {
+    local label=$1
+    shift
+    rm -rf "/tmp/dist-$label"
+    "$@" --device cuda --out "/tmp/dist-$label" >"$OUT/dist-$label.log" 2>&1
+    note "$label: exit code $? ($*)"
+    mkdir -p "$OUT/dist-$label" && cp "/tmp/dist-$label/metrics.jsonl" "$OUT/dist-$label/" 2>/dev/null
+    python3 - "/tmp/dist-$label/metrics.jsonl" <<'PY' | tee -a "$summary"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+train = [l for l in lines if l["type"] == "train"]
+evals = [l for l in lines if l["type"] == "eval"]
+if train: print(f"  last logged step {train[-1]['step']}: {train[-1]['images_per_s']:.0f} images/s")
+hit = next((e for e in evals if e["map50"] >= 0.95), None)
+for e in evals[-1:] + ([hit] if hit else []):
+    print(f"  eval at step {e['step']}: mAP@0.5 {e['map50']:.4f} COCO AP {e['coco_ap']:.4f} after {e['train_s']:.1f} s of training")
+print("  mAP@0.5 >= 0.95 first at step", hit["step"] if hit else "never")
+PY
+  }
+  steps=${DIST_STEPS:-300}
+  common=(--set schedule.steps=$steps --set schedule.eval_every=0 --set schedule.log_every=50)
+  dist_run "1gpu-b$b" $minidet train --set schedule.batch=$b "${common[@]}"
+  dist_run "2gpu-b$((2 * b))" "${mpi[@]}" $minidet train --set schedule.batch=$((2 * b)) "${common[@]}"
+  tta=(--set schedule.steps=${DIST_TTA_STEPS:-1000} --set schedule.eval_every=50 --set schedule.log_every=50)
+  dist_run "tta-1gpu-b$((2 * b))" $minidet train --set schedule.batch=$((2 * b)) "${tta[@]}"
+  dist_run "tta-2gpu-b$((2 * b))" "${mpi[@]}" $minidet train --set schedule.batch=$((2 * b)) "${tta[@]}"
 fi
 
 if wants killresume; then

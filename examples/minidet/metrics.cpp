@@ -74,11 +74,12 @@ void MetricsLog::add_train(const TrainRecord& r) {
   train_.push_back(r);
 }
 
-void MetricsLog::add_eval(int64_t step, const Scores& s) {
+void MetricsLog::add_eval(int64_t step, const Scores& s, double train_s) {
   ordered line = {{"type", "eval"},          {"step", step},           {"map50", number(s.map50)},
                {"coco_ap", number(s.coco[0])}, {"coco_ap50", number(s.coco[1])}, {"coco_ap75", number(s.coco[2])},
                {"coco_ar100", number(s.coco[8])}};
   for (const auto& [name, ap] : s.class_ap) line["ap50_" + name] = number(ap);
+  line["train_s"] = train_s;
   append_line(line.dump());
   evals_.push_back({static_cast<double>(step), s.map50, s.coco[0]});
 }

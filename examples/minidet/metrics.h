@@ -39,7 +39,8 @@ class MetricsLog {
   MetricsLog(std::string path, int64_t resume_step);
 
   void add_train(const TrainRecord& record);
-  void add_eval(int64_t step, const Scores& scores);
+  // train_s: seconds of training (this process, evaluations left out) up to this step.
+  void add_eval(int64_t step, const Scores& scores, double train_s);
   // loss.png (the total and its parts, log scale) and map.png (mAP@0.5 and COCO AP), into `folder`.
   void draw_plots(const std::string& folder) const;
 

@@ -44,6 +44,7 @@ void check_run_folder(const fs::path& run) {
       eval_steps.push_back(line.at("step"));
       CHECK(line.at("map50").is_number());
       CHECK(line.at("coco_ap").is_number());
+      CHECK(line.at("train_s").get<double>() >= 0);  // training time so far, evaluations left out
     } else {
       ++train_lines;
       for (const char* key : {"loss", "loss_objectness", "loss_rpn_box_reg", "loss_classifier", "loss_box_reg", "lr"})

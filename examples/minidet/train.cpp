@@ -182,7 +182,8 @@ std::vector<LossRow> mean_over_ranks(std::vector<LossRow> rows, dist::ProcessGro
 
 // The held-out evaluation: table, metrics line, plots, pictures, checkpoints.
 // Rank 0 only gets past the gather (metrics is null on the others).
-void evaluate_and_save(Run& run, int64_t step, MetricsLog* metrics, Progress& progress) {
+// train_seconds: this process's training time so far, evaluations left out (for time-to-accuracy).
+void evaluate_and_save(Run& run, int64_t step, double train_seconds, MetricsLog* metrics, Progress& progress) {
   const auto start = Clock::now();
   const data::Dataset& val = *run.setup.data.val;
   dist::ProcessGroup& group = run.group;
@@ -201,7 +202,7 @@ void evaluate_and_save(Run& run, int64_t step, MetricsLog* metrics, Progress& pr
                 static_cast<long long>(step), static_cast<long long>(val.size()), seconds, scores.map50,
                 scores.coco[0]);
   progress.print(std::string(header) + "\n" + scores.table);
-  metrics->add_eval(step, scores);
+  metrics->add_eval(step, scores, train_seconds);
   metrics->draw_plots(run.setup.folder);
   draw_examples(val, detections, run.schedule().detection_images, run.path("detections"));
   // The first evaluation always writes best.ckpt, even when the mAP is -1 (a split without objects).
@@ -260,6 +261,7 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
   const auto start = Clock::now();
   auto window_start = start;
   int64_t window_images = 0, step = first - 1;
+  double eval_seconds = 0;  // spent in evaluations, which the eval lines' train_s leave out
   // The host reads the losses at every step where it needs them (see loss_watch.h); on the CPU and in
   // anomaly mode that is every step, so a non-finite loss stops the run before its optimizer step.
   LossWatch watch(s.log_every + 1, run.device);
@@ -306,7 +308,10 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
       window_start = now;
       window_images = 0;
     }
-    if (evaluating) evaluate_and_save(run, step, metrics ? &*metrics : nullptr, progress);
+    if (evaluating) {
+      evaluate_and_save(run, step, elapsed - eval_seconds, metrics ? &*metrics : nullptr, progress);
+      eval_seconds += std::chrono::duration<double>(Clock::now() - now).count();
+    }
 
     if (stopping && step < s.steps) {
       if (main) run.save("last.ckpt", step);
