@@ -81,7 +81,11 @@ NcclCommunicator& ProcessGroup::nccl_for(const Tensor& t) {
     // Collective: every rank joins here with the same first CUDA tensor (DDP's first broadcast).
     Watchdog::Scope scope = watch("creation of the NCCL communicator");
     nccl_ = std::make_unique<NcclCommunicator>(rank_, size_, t.device());
+    install_nccl_check();
   }
+  // The training thread forgets finished collectives too (the watchdog may be off), and stops on an error.
+  const std::string problem = nccl_->check(watchdog_->timeout_seconds());
+  if (!problem.empty()) abort(problem, 124);
   return *nccl_;
 }
 
@@ -100,7 +104,7 @@ std::unique_ptr<Work> ProcessGroup::start_all_reduce(const Tensor& t, bool mean,
   if (size_ == 1) return std::make_unique<DoneWork>();
 #if MINIDET_WITH_MPI
   if (t.is_cuda()) {
-    if (with_nccl()) return nccl_for(t).start_all_reduce(t, mean, *watchdog_, what);
+    if (with_nccl()) return nccl_for(t).start_all_reduce(t, mean, what);
     // No NCCL: stage through the host, blocking.
     const Tensor host = t.to(Device::cpu());
     start_all_reduce(host, mean, what)->wait();
@@ -126,7 +130,7 @@ void ProcessGroup::broadcast(const Tensor& t, int root, const std::string& what)
 #if MINIDET_WITH_MPI
   if (t.is_cuda()) {
     if (with_nccl()) {
-      return nccl_for(t).broadcast(t, root, *watchdog_, what);
+      return nccl_for(t).broadcast(t, root, what);
     }
     const Tensor host = t.to(Device::cpu());
     broadcast(host, root, what);

@@ -8,7 +8,9 @@
 #include <nccl.h>
 
 #include <chrono>
-#include <thread>
+#include <cstdio>
+#include <deque>
+#include <mutex>
 
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
@@ -33,36 +35,6 @@ ncclDataType_t nccl_type(DType dtype) {
   }
 }
 
-// A started NCCL collective: `done` is recorded on the NCCL stream after it.
-class NcclWork final : public Work {
- public:
-  NcclWork(cudaEvent_t done, ncclComm_t comm, Watchdog& watchdog, std::string what)
-      : done_(done), comm_(comm), watchdog_(watchdog), what_(std::move(what)) {}
-  ~NcclWork() override { cudaEventDestroy(done_); }
-  void wait() override {
-    // Poll instead of cudaEventSynchronize, so that a hung peer shows up as a watchdog timeout naming the
-    // operation rather than as a process blocked inside the driver, and so that NCCL's asynchronous errors
-    // (a peer's connection lost, a failed proxy) become an error here rather than a wait that never ends.
-    Watchdog::Scope scope(watchdog_, what_);
-    cudaError_t status;
-    while ((status = cudaEventQuery(done_)) == cudaErrorNotReady) {
-      ncclResult_t async_error = ncclSuccess;
-      MINIDET_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async_error));
-      if (async_error != ncclSuccess && async_error != ncclInProgress)
-        MINIDET_FAIL(what_, ": NCCL reported an asynchronous error: ", ncclGetErrorString(async_error));
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    MINIDET_CUDA_CHECK(status);
-    MINIDET_CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), done_, 0));
-  }
-
- private:
-  cudaEvent_t done_;
-  ncclComm_t comm_;
-  Watchdog& watchdog_;
-  std::string what_;
-};
-
 }  // namespace
 
 struct NcclCommunicator::State {
@@ -70,26 +42,68 @@ struct NcclCommunicator::State {
   cudaStream_t stream = nullptr;
   Device device;
 
-  // Queues one NCCL call on the NCCL stream, ordered after everything queued so far on minidet's stream
-  // (the ready event), and returns the Work that waits for it (the done event). See the header's picture.
-  template <typename NcclCall>
-  std::unique_ptr<Work> enqueue(NcclCall&& call, Watchdog& watchdog, const std::string& what) {
-    cuda::DeviceGuard guard(device);
-    cudaEvent_t ready, done;
-    MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    MINIDET_CUDA_CHECK(cudaEventRecord(ready, cuda::current_stream()));
-    MINIDET_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
-    MINIDET_CUDA_CHECK(cudaEventDestroy(ready));  // safe once waited on: CUDA frees it when the wait is done
-    MINIDET_NCCL_CHECK(call(comm, stream));
-    MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    MINIDET_CUDA_CHECK(cudaEventRecord(done, stream));
-    return std::make_unique<NcclWork>(done, comm, watchdog, what);
-  }
+  // Collectives whose Work was waited for (minidet's stream ordered after them) and that the GPU has not
+  // yet been seen to finish, oldest first; check() forgets the finished ones. The watchdog's thread reads it.
+  struct Pending {
+    cudaEvent_t done;
+    std::string what;
+    std::chrono::steady_clock::time_point queued;
+  };
+  std::mutex mutex;
+  std::deque<Pending> pending;
 
   void check_device(const Tensor& t, const std::string& what) const {
     MINIDET_CHECK(t.device() == device, what, ": tensor on ", t.device(), ", NCCL communicator on ", device);
   }
+
+  // Queues one NCCL call on the NCCL stream, ordered after everything queued so far on minidet's stream
+  // (the ready event), and returns the Work that orders minidet's stream after it (the done event).
+  template <typename NcclCall>
+  std::unique_ptr<Work> enqueue(NcclCall&& call, const std::string& what);
 };
+
+namespace {
+
+// A started NCCL collective: `done` is recorded on the NCCL stream after it.
+class NcclWork final : public Work {
+ public:
+  NcclWork(NcclCommunicator::State& state, cudaEvent_t done, std::string what)
+      : state_(state), done_(done), what_(std::move(what)) {}
+  ~NcclWork() override {
+    if (done_) cudaEventDestroy(done_);
+  }
+  // The host does not block: minidet's stream waits for `done` on the GPU, so the host goes on queueing the
+  // rest of backward and the optimizer step (a host wait here would serialise every step with the GPU).
+  // A collective that never finishes is caught by the watchdog's background check, which polls `done`.
+  void wait() override {
+    if (!done_) return;
+    MINIDET_CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), done_, 0));
+    std::lock_guard<std::mutex> lock(state_.mutex);
+    state_.pending.push_back({done_, std::move(what_), std::chrono::steady_clock::now()});
+    done_ = nullptr;  // the pending list owns it now
+  }
+
+ private:
+  NcclCommunicator::State& state_;
+  cudaEvent_t done_;
+  std::string what_;
+};
+
+}  // namespace
+
+template <typename NcclCall>
+std::unique_ptr<Work> NcclCommunicator::State::enqueue(NcclCall&& call, const std::string& what) {
+  cuda::DeviceGuard guard(device);
+  cudaEvent_t ready, done;
+  MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  MINIDET_CUDA_CHECK(cudaEventRecord(ready, cuda::current_stream()));
+  MINIDET_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
+  MINIDET_CUDA_CHECK(cudaEventDestroy(ready));  // safe once waited on: CUDA frees it when the wait is done
+  MINIDET_NCCL_CHECK(call(comm, stream));
+  MINIDET_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  MINIDET_CUDA_CHECK(cudaEventRecord(done, stream));
+  return std::make_unique<NcclWork>(*this, done, what);
+}
 
 NcclCommunicator::NcclCommunicator(int rank, int size, const Device& device) : state_(std::make_unique<State>()) {
   state_->device = device;
@@ -102,12 +116,12 @@ NcclCommunicator::NcclCommunicator(int rank, int size, const Device& device) : s
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  for (const State::Pending& p : state_->pending) cudaEventDestroy(p.done);
   if (state_->stream) cudaStreamDestroy(state_->stream);
   if (state_->comm) ncclCommDestroy(state_->comm);
 }
 
-std::unique_ptr<Work> NcclCommunicator::start_all_reduce(const Tensor& t, bool mean, Watchdog& watchdog,
-                                                         const std::string& what) {
+std::unique_ptr<Work> NcclCommunicator::start_all_reduce(const Tensor& t, bool mean, const std::string& what) {
   state_->check_device(t, what);
   const auto count = static_cast<size_t>(t.numel());
   const ncclDataType_t type = nccl_type(t.dtype());
@@ -115,10 +129,10 @@ std::unique_ptr<Work> NcclCommunicator::start_all_reduce(const Tensor& t, bool m
       [&](ncclComm_t comm, cudaStream_t stream) {
         return ncclAllReduce(t.raw_data(), t.raw_data(), count, type, mean ? ncclAvg : ncclSum, comm, stream);
       },
-      watchdog, what);
+      what);
 }
 
-void NcclCommunicator::broadcast(const Tensor& t, int root, Watchdog& watchdog, const std::string& what) {
+void NcclCommunicator::broadcast(const Tensor& t, int root, const std::string& what) {
   state_->check_device(t, what);
   const auto count = static_cast<size_t>(t.numel());
   const ncclDataType_t type = nccl_type(t.dtype());
@@ -126,8 +140,33 @@ void NcclCommunicator::broadcast(const Tensor& t, int root, Watchdog& watchdog, 
              [&](ncclComm_t comm, cudaStream_t stream) {
                return ncclBroadcast(t.raw_data(), t.raw_data(), count, type, root, comm, stream);
              },
-             watchdog, what)
+             what)
       ->wait();
+}
+
+std::string NcclCommunicator::check(double timeout_seconds) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  auto& pending = state_->pending;
+  while (!pending.empty()) {
+    const cudaError_t status = cudaEventQuery(pending.front().done);
+    if (status == cudaErrorNotReady) break;
+    if (status != cudaSuccess) return pending.front().what + ": CUDA error: " + cudaGetErrorString(status);
+    cudaEventDestroy(pending.front().done);
+    pending.pop_front();
+  }
+  ncclResult_t async_error = ncclSuccess;
+  if (ncclCommGetAsyncError(state_->comm, &async_error) == ncclSuccess && async_error != ncclSuccess &&
+      async_error != ncclInProgress)
+    return std::string("NCCL reported an asynchronous error: ") + ncclGetErrorString(async_error);
+  if (pending.empty() || timeout_seconds <= 0) return "";
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - pending.front().queued).count();
+  if (waited < timeout_seconds) return "";
+  char message[512];
+  std::snprintf(message, sizeof message,
+                "%s did not finish on the GPU within %.0f s (--dist-timeout): another rank died, hangs or is far "
+                "behind",
+                pending.front().what.c_str(), timeout_seconds);
+  return message;
 }
 
 }  // namespace minidet::dist
@@ -138,12 +177,13 @@ namespace minidet::dist {
 struct NcclCommunicator::State {};
 NcclCommunicator::NcclCommunicator(int, int, const Device&) { MINIDET_FAIL("minidet was built without NCCL"); }
 NcclCommunicator::~NcclCommunicator() = default;
-std::unique_ptr<Work> NcclCommunicator::start_all_reduce(const Tensor&, bool, Watchdog&, const std::string&) {
+std::unique_ptr<Work> NcclCommunicator::start_all_reduce(const Tensor&, bool, const std::string&) {
   MINIDET_FAIL("minidet was built without NCCL");
 }
-void NcclCommunicator::broadcast(const Tensor&, int, Watchdog&, const std::string&) {
+void NcclCommunicator::broadcast(const Tensor&, int, const std::string&) {
   MINIDET_FAIL("minidet was built without NCCL");
 }
+std::string NcclCommunicator::check(double) { return ""; }
 }  // namespace minidet::dist
 
 #endif

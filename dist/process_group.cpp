@@ -102,6 +102,14 @@ Device ProcessGroup::pick_device(const std::string& device) const {
 void ProcessGroup::set_timeout(double seconds) {
   watchdog_.reset();
   watchdog_ = std::make_unique<Watchdog>(seconds, [this](const std::string& message) { abort(message, 124); });
+  if (nccl_) install_nccl_check();
+}
+
+void ProcessGroup::install_nccl_check() {
+  // nccl_ is set before this and never changes until the watchdog is gone (see ~ProcessGroup).
+  NcclCommunicator* nccl = nccl_.get();
+  const double timeout = watchdog_->timeout_seconds();
+  watchdog_->set_background_check([nccl, timeout] { return nccl->check(timeout); });
 }
 
 Watchdog::Scope ProcessGroup::watch(const std::string& what) { return Watchdog::Scope(*watchdog_, what); }

@@ -17,6 +17,8 @@
 //
 // Every blocking wait runs under a Watchdog scope (dist/watchdog.h): a collective that takes longer than the
 // timeout prints "rank R of N: <operation> did not finish within T s ..." and MPI_Abort stops all ranks.
+// NCCL collectives do not block the host (Work::wait() orders the GPU stream only); the watchdog's thread
+// polls them instead and stops the job the same way.
 #pragma once
 
 #include <memory>
@@ -89,6 +91,7 @@ class ProcessGroup {
   ProcessGroup();
   Watchdog::Scope watch(const std::string& what);
   NcclCommunicator& nccl_for(const Tensor& t);
+  void install_nccl_check();  // the watchdog's background check of the NCCL collectives queued on the GPU
   std::unique_ptr<Work> start_all_reduce(const Tensor& t, bool mean, const std::string& what);  // created by the first CUDA collective
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;

@@ -31,12 +31,31 @@ Watchdog::Scope::~Scope() {
   watchdog_.active_ = false;
 }
 
+void Watchdog::set_background_check(std::function<std::string()> check) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  background_check_ = std::move(check);
+}
+
 void Watchdog::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     // Waking once a second bounds the delay between the timeout and the abort to about a second.
     wake_.wait_for(lock, std::chrono::seconds(1));
-    if (stopping_ || !active_) continue;
+    if (stopping_) continue;
+    if (background_check_) {
+      const std::function<std::string()> check = background_check_;
+      lock.unlock();
+      const std::string problem = check();
+      lock.lock();
+      if (!problem.empty()) {
+        background_check_ = nullptr;  // report once
+        lock.unlock();
+        on_timeout_(problem);  // normally does not return (MPI_Abort)
+        lock.lock();
+        continue;
+      }
+    }
+    if (!active_) continue;
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     if (waited < timeout_seconds_) continue;
     char message[512];

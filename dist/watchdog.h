@@ -7,7 +7,9 @@
 // scope has lasted longer than the timeout, calls on_timeout with a message naming this rank and the
 // operation. dist::ProcessGroup's on_timeout prints it and calls MPI_Abort, which stops every rank.
 //
-// One scope at a time: collectives are issued from the training thread only.
+// One scope at a time: collectives are issued from the training thread only. Work that no host thread waits
+// for (NCCL collectives, ordered on the GPU by events) is watched by a background check instead: the same
+// thread calls it once a second, and it names what is late or failed.
 #pragma once
 
 #include <chrono>
@@ -29,6 +31,10 @@ class Watchdog {
 
   double timeout_seconds() const { return timeout_seconds_; }
 
+  // Called from the watchdog's thread once a second (never with its lock held): returns "" while all is
+  // well, else the message to stop the job with. Replaces any earlier check; no thread, no calls.
+  void set_background_check(std::function<std::string()> check);
+
   // Marks `what` as in progress for the scope's lifetime.
   class Scope {
    public:
@@ -46,6 +52,7 @@ class Watchdog {
 
   double timeout_seconds_;
   std::function<void(const std::string&)> on_timeout_;
+  std::function<std::string()> background_check_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
