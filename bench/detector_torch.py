@@ -3,6 +3,7 @@
 
     python3 bench/detector_torch.py --minidet-bin build/release/bench/bench_detector   # runs both
     python3 bench/detector_torch.py --minidet-json FILE   # FILE from: bench_detector --skip-cpu --json FILE
+    python3 bench/detector_torch.py --minidet-json FILE --cpu-threads 2   # also the CPU step, 2 threads
     python3 bench/detector_torch.py --time-to-accuracy [--minidet-json FILE]   # FILE: bench_detector
                                                                                # --time-to-accuracy --json FILE
 
@@ -157,12 +158,12 @@ def lr_factor(step, steps):
 
 
 class Trainer:
-    def __init__(self, torch, steps=STEPS):
+    def __init__(self, torch, steps=STEPS, device="cuda"):
         torch.manual_seed(SEED)
-        self.torch, self.steps, self.steps_done = torch, steps, 0
-        self.watch = torch.zeros(LOG_EVERY + 1, 5, dtype=torch.float64, device="cuda")  # the loop's LossWatch
+        self.torch, self.steps, self.steps_done, self.device = torch, steps, 0, device
+        self.watch = torch.zeros(LOG_EVERY + 1, 5, dtype=torch.float64, device=device)  # the loop's LossWatch
         self.watched_steps = []
-        self.model = build_model(torch)
+        self.model = build_model(torch).to(device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8,
                                            weight_decay=WEIGHT_DECAY)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: lr_factor(step, steps))
@@ -171,8 +172,8 @@ class Trainer:
         torch = self.torch
         self.steps_done += 1
         images, boxes, labels = batch
-        images = images.to("cuda")
-        targets = [{"boxes": b.to("cuda"), "labels": l.to("cuda")} for b, l in zip(boxes, labels)]
+        images = images.to(self.device)
+        targets = [{"boxes": b.to(self.device), "labels": l.to(self.device)} for b, l in zip(boxes, labels)]
         losses = self.model(list(images), targets)
         missing = [name for name in LOSS_NAMES if name not in losses]
         if missing:
@@ -200,7 +201,7 @@ class Trainer:
 
     def infer(self, images):
         with self.torch.no_grad():
-            return self.model(list(images.to("cuda")))
+            return self.model(list(images.to(self.device)))
 
 
 # ---- counting ---------------------------------------------------------------------------------------------------
@@ -289,6 +290,58 @@ def run_benchmark(torch, reps, device_name):
     return rows
 
 
+def run_cpu_benchmark(torch, args):
+    """The CPU rows, as bench_detector's CPU section measures them: batch 8, --cpu-threads threads, steady
+    clock, median of 3 runs after 1 warm-up; with --minidet-json, the ratio to minidet's CPU rows."""
+    import json
+    np = import_numpy()
+    torch.set_num_threads(args.cpu_threads)
+    data = make_shapes(np, HELD_BATCHES * 8, seed=SEED)
+    rng = np.random.default_rng(SEED)
+    held = [collate(torch, np, data[i * 8:(i + 1) * 8], rng) for i in range(HELD_BATCHES)]
+    trainer = Trainer(torch, device="cpu")
+    cycle = {"next": 0}
+
+    def next_batch():
+        cycle["next"] += 1
+        return held[cycle["next"] % len(held)]
+
+    def median_ms(fn):
+        fn()
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append(1000 * (time.perf_counter() - start))
+        return sorted(times)[1]
+
+    trainer.model.train()
+    train_ms = median_ms(lambda: trainer.step(next_batch()))
+    trainer.model.eval()
+    infer_ms = median_ms(lambda: trainer.infer(next_batch()[0]))
+    minidet = {}
+    if args.minidet_json:
+        with open(args.minidet_json) as f:
+            for line in f:
+                r = json.loads(line) if line.strip() else {}
+                if r.get("bench") == "detector" and r.get("device") == "cpu":
+                    minidet[r["pass"]] = r["median_ms"]
+    print(f"\n== PyTorch {torch.__version__} on the CPU, {args.cpu_threads} threads, median of 3 after 1 warm-up ==")
+    print(f"{'shape':<22} {'pass':<6} {'torch_ms':>10} {'minidet_ms':>11} {'ratio':>6}")
+    rows = []
+    for pass_name, ms in (("train", train_ms), ("infer", infer_ms)):
+        mine = minidet.get(pass_name)
+        ratio = f"{mine / ms:6.2f}" if mine else "   n/a"
+        print(f"{shape_of(8):<22} {pass_name:<6} {ms:>10.1f} {mine or float('nan'):>11.1f} {ratio}")
+        row = {"bench": "detector", "impl": "torchvision", "device": "cpu", "threads": args.cpu_threads,
+               "shape": shape_of(8), "pass": pass_name, "median_ms": round(ms, 2)}
+        if mine:
+            row["minidet_ms"], row["ratio"] = mine, round(mine / ms, 3)
+        print(json.dumps(row))
+        rows.append(row)
+    return rows
+
+
 # ---- time to accuracy --------------------------------------------------------------------------------------------
 
 def evaluate(torch, np, trainer, test):
@@ -354,6 +407,9 @@ def add_arguments(parser):
     parser.add_argument("--target", type=float, default=0.95)
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--steps", type=int, default=0, help="training steps (0: the schedule's 500)")
+    parser.add_argument("--cpu-threads", type=int, default=0,
+                        help="also time the CPU step at batch 8 with this many threads (bench_detector's CPU rows "
+                             "use 2); 0: GPU only")
 
 
 def minidet_bin_args(args):
@@ -373,7 +429,10 @@ def run_torch(torch, reps, args):
         raise SystemExit("--eval-every must be >= 1")
     if args.time_to_accuracy:
         return device_name, time_to_accuracy(torch, args, device_name)
-    return device_name, run_benchmark(torch, reps, device_name)
+    rows = run_benchmark(torch, reps, device_name)
+    if args.cpu_threads > 0:
+        run_cpu_benchmark(torch, args)  # printed with its own ratio; the GPU rows go on to the GPU ratios
+    return device_name, rows
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #if MINIDET_WITH_CUDA
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
+#include "core/cuda/host_staging.h"
 #endif
 
 namespace minidet {
@@ -18,7 +19,8 @@ void copy_bytes(void* dst, const Device& dst_device, const void* src, const Devi
     return;
   }
 #if MINIDET_WITH_CUDA
-  // cudaMemcpy on the legacy stream waits for queued kernels, so the bytes read are the final ones.
+  // cudaMemcpy on the legacy stream waits for queued kernels, so the bytes read are the final ones. Uploads
+  // go through the pinned staging ring instead when they fit, so that they do not wait.
   const cudaMemcpyKind kind = dst_device.is_cpu()   ? cudaMemcpyDeviceToHost
                               : src_device.is_cpu() ? cudaMemcpyHostToDevice
                                                     : cudaMemcpyDeviceToDevice;
@@ -27,6 +29,8 @@ void copy_bytes(void* dst, const Device& dst_device, const void* src, const Devi
                                                   : TransferKind::DeviceToDevice);
   if (kind == cudaMemcpyDeviceToDevice && dst_device != src_device) {
     MINIDET_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device.index, src, src_device.index, nbytes));
+  } else if (kind == cudaMemcpyHostToDevice && cuda::copy_to_device_staged(dst, src, nbytes, dst_device.index)) {
+    count_transfer(TransferKind::HostToDeviceStaged);  // queued: the host did not wait (core/cuda/host_staging.h)
   } else {
     cuda::DeviceGuard guard(dst_device.is_cuda() ? dst_device : src_device);
     MINIDET_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, kind));

@@ -16,9 +16,12 @@
 
 namespace minidet::cuda {
 
+namespace {
+constexpr size_t kSmallQuantum = 512;
+constexpr size_t kSmallLimit = size_t(1) << 20;  // up to here, bins are multiples of kSmallQuantum
+}  // namespace
+
 size_t round_allocation_size(size_t nbytes) {
-  constexpr size_t kSmallQuantum = 512;
-  constexpr size_t kSmallLimit = size_t(1) << 20;
   if (nbytes <= kSmallLimit) return (nbytes + kSmallQuantum - 1) / kSmallQuantum * kSmallQuantum;
   MINIDET_CHECK(nbytes <= (size_t(1) << 62), "CUDA allocator: ", nbytes, " bytes is beyond any GPU");
   // Largest power of two <= nbytes, then the first of its four quarter steps that fits.
@@ -39,16 +42,25 @@ class CachingAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     DevicePool& pool = pool_for(device);
     void* ptr = nullptr;
+    size_t block_size = size;
     auto cached = pool.free_blocks.find(size);
+    if (cached == pool.free_blocks.end() && size <= kSmallLimit) {
+      // A small request may take the smallest free block of up to twice its size. Small tensors change size
+      // from step to step (a detector's proposal and box counts), and with exact bins only, each size seen
+      // for the first time would cost a cudaMalloc for many steps before every bin had its blocks.
+      auto larger = pool.free_blocks.lower_bound(size);
+      if (larger != pool.free_blocks.end() && larger->first <= 2 * size) cached = larger;
+    }
     if (cached != pool.free_blocks.end()) {
+      block_size = cached->first;
       ptr = cached->second;
       pool.free_blocks.erase(cached);
       pool.stats.cache_hits++;
     } else {
       ptr = device_malloc(pool, device, size, nbytes);
     }
-    live_[ptr] = {size, device};
-    pool.stats.allocated_bytes += static_cast<int64_t>(size);
+    live_[ptr] = {block_size, device};  // freed back into the bin of its real size
+    pool.stats.allocated_bytes += static_cast<int64_t>(block_size);
     if (pool.stats.allocated_bytes > pool.stats.peak_allocated_bytes)
       pool.stats.peak_allocated_bytes = pool.stats.allocated_bytes;
     return ptr;

@@ -2,7 +2,8 @@
 //
 // Requests are rounded up to a bin size: multiples of 512 bytes below 1 MiB, and above that one of four
 // sizes per power of two (2^k, 1.25*2^k, 1.5*2^k, 1.75*2^k), so at most 25% is wasted. A freed block goes
-// back to the free list of its bin (no cudaFree) and the next request of that bin takes it. cudaMalloc is
+// back to the free list of its bin (no cudaFree) and the next request of that bin takes it; a request of at
+// most 1 MiB whose bin is empty takes the smallest free block of up to twice its size instead. cudaMalloc is
 // called only on a miss. When cudaMalloc runs out of memory, the cache is emptied and the call retried once.
 //
 // All work runs on one stream per device (core/cuda/context.h), so a block freed by the host can be handed

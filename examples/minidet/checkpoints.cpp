@@ -1,6 +1,7 @@
 // See checkpoints.h.
 #include "examples/minidet/checkpoints.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #ifdef _OPENMP
@@ -55,11 +56,13 @@ Device pick_device(const std::string& name) {
   return device;
 }
 
-void set_threads(int threads) {
+void set_threads(int threads, int ranks_on_this_machine) {
 #ifdef _OPENMP
+  if (threads == 0 && ranks_on_this_machine > 1) threads = std::max(1, omp_get_num_procs() / ranks_on_this_machine);
   if (threads > 0) omp_set_num_threads(threads);
 #else
   (void)threads;
+  (void)ranks_on_this_machine;
 #endif
 }
 

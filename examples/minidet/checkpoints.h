@@ -35,7 +35,9 @@ std::unique_ptr<models::FasterRCNN> load_model(const RunCheckpoint& checkpoint, 
 
 // "auto" picks the GPU when there is one; "cuda" without a GPU is an error.
 Device pick_device(const std::string& name);
-// Sets OpenMP's thread count when threads > 0 (and OpenMP is there).
-void set_threads(int threads);
+// Sets OpenMP's thread count when threads > 0 (and OpenMP is there). With 0 (all cores) and several ranks on
+// this machine (mpirun), each rank takes its share of the cores instead, so that N processes do not each
+// start a thread per core and fight over them.
+void set_threads(int threads, int ranks_on_this_machine = 1);
 
 }  // namespace minidet::cli

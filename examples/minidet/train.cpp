@@ -228,7 +228,7 @@ void print_summary(const Run& run, int64_t step, double seconds) {
 
 
 int train(const TrainArgs& args, dist::ProcessGroup& group) {
-  set_threads(args.threads);
+  set_threads(args.threads, group.local_size());
   Run run{group, prepare_training(args, group)};
   build(run, args);
   const int64_t first = run.setup.resume ? restore(run) + 1 : 1;

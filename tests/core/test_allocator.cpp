@@ -139,6 +139,28 @@ MINIDET_CUDA_TEST_CASE("cuda/allocator: a freed block is reused from the cache")
   CHECK(cuda::memory_stats().cache_hits == hits + 1);
 }
 
+MINIDET_CUDA_TEST_CASE("cuda/allocator: a small request takes a cached block of up to twice its size") {
+  cuda::empty_cache();  // only the block below is cached
+  const size_t block = cuda::round_allocation_size(400 * 1024);
+  void* first = nullptr;
+  {
+    const Tensor a = empty({400 * 1024}, TensorOptions(kUInt8, Device::cuda()));
+    first = a.raw_data();
+  }
+  const cuda::MemoryStats s0 = cuda::memory_stats();
+  {
+    const Tensor b = empty({300 * 1024}, TensorOptions(kUInt8, Device::cuda()));  // 400 KiB <= 2 x 300 KiB
+    const cuda::MemoryStats s1 = cuda::memory_stats();
+    CHECK(b.raw_data() == first);
+    CHECK(s1.device_allocations == s0.device_allocations);  // no cudaMalloc
+    CHECK(s1.allocated_bytes == s0.allocated_bytes + static_cast<int64_t>(block));  // the whole block counts
+  }
+  CHECK(cuda::memory_stats().allocated_bytes == s0.allocated_bytes);  // back in its own bin
+  const Tensor c = empty({150 * 1024}, TensorOptions(kUInt8, Device::cuda()));  // 400 KiB > 2 x 150 KiB: a miss
+  CHECK(c.raw_data() != first);
+  CHECK(cuda::memory_stats().device_allocations == s0.device_allocations + 1);
+}
+
 MINIDET_CUDA_TEST_CASE("cuda/allocator: allocated reserved and peak stay consistent") {
   cuda::reset_peak_memory_stats();
   const cuda::MemoryStats s0 = cuda::memory_stats();
