@@ -46,7 +46,10 @@ nvcc --version | tail -1 | tee -a "$summary"
 
 note "== build (preset gpu, sm_90)"
 start=$(date +%s)
-if ! { cmake --preset gpu && cmake --build --preset gpu -j "$(nproc)"; } >"$OUT/build.log" 2>&1; then
+# BUILD_TARGETS (space-separated) builds only those targets and what they need, e.g. "test_ops bench_detector".
+# shellcheck disable=SC2086
+if ! { cmake --preset gpu && cmake --build --preset gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}; } \
+  >"$OUT/build.log" 2>&1; then
   tail -40 "$OUT/build.log"
   note "BUILD FAILED (see build.log)"
   exit 1

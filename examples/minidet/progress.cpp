@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -24,6 +25,13 @@ std::string format_duration(double seconds) {
 
 void Progress::step(const TrainRecord& r, bool logged) {
   if (!live_ && !logged) return;
+  // A terminal is redrawn at most every kRedrawSeconds (and at logged steps and the last one): dozens of
+  // steps a second on a GPU would otherwise cost a write and a flush each, through mpirun's forwarding too.
+  const auto now = std::chrono::steady_clock::now();
+  if (live_ && !logged && r.step != total_steps_ &&
+      std::chrono::duration<double>(now - last_redraw_).count() < kRedrawSeconds)
+    return;
+  last_redraw_ = now;
   char text[256];
   std::snprintf(text, sizeof text,
                 "step %*lld/%lld  loss %.4f (obj %.4f rpn_box %.4f cls %.4f box %.4f)  lr %.2e  %.1f img/s  ETA %s",

@@ -1,8 +1,9 @@
-// The console side of training. On a terminal one line is rewritten in place ('\r') after every step,
-// so a reader watches the loss fall without a scrolling wall of numbers; when stdout is a file or a CI log,
-// where '\r' would pile up, a plain line is printed every log_every steps instead.
+// The console side of training. On a terminal one line is rewritten in place ('\r') as steps go by (at most
+// four times a second), so a reader watches the loss fall without a scrolling wall of numbers; when stdout
+// is a file or a CI log, where '\r' would pile up, a plain line is printed every log_every steps instead.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,8 @@ class Progress {
   int64_t log_every_;
   bool live_;             // stdout is a terminal
   bool line_open_ = false;  // a live line is on screen without its newline
+  static constexpr double kRedrawSeconds = 0.25;
+  std::chrono::steady_clock::time_point last_redraw_{};
 };
 
 // "1:05" or "1:02:05".

@@ -277,8 +277,13 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
     watch.record(step, stack(parts).detach());
     const bool logged = step % s.log_every == 0 || step == s.steps || step == 1;
     const bool evaluating = step == s.steps || (s.eval_every > 0 && step % s.eval_every == 0);
-    // A Ctrl-C on any rank stops all of them at the same step (one host-only all-reduce: no GPU sync).
-    const bool interrupted = group.all_reduce_sum({g_interrupted ? 1.0 : 0.0}, "all-reduce of the stop flag")[0] > 0;
+    // A Ctrl-C on any rank stops all of them at the same step: alone, at once; with several ranks, at the next
+    // logged step (one host all-reduce there, where the losses are read anyway: an all-reduce every step
+    // would tie the ranks' hosts together each step, and any one's hiccup would stall the others).
+    bool interrupted = g_interrupted != 0;
+    if (group.size() > 1)
+      interrupted = (logged || evaluating) &&
+                    group.all_reduce_sum({interrupted ? 1.0 : 0.0}, "all-reduce of the stop flag")[0] > 0;
     const bool stopping = interrupted || (args.stop_after > 0 && step >= args.stop_after);
     if (look_every_step || logged || evaluating || stopping) {
       for (const LossRow& row : mean_over_ranks(watch.take(), group)) {
