@@ -168,6 +168,7 @@ struct Workload {
 struct Counts {
   double launches = -1, device_to_host = 0, host_to_device = 0, host_waits = 0, device_allocations = 0;
   int64_t peak_bytes = 0;
+  std::vector<std::pair<std::string, int64_t>> by_kernel;  // launches over all kCountedSteps runs
 };
 
 #if MINIDET_WITH_CUDA
@@ -177,11 +178,13 @@ Counts count_per_run(const std::function<void()>& fn) {
   const cuda::MemoryStats memory_before = cuda::memory_stats(0);
   const TransferCounts transfers_before = transfer_counts();
   int64_t launches = -1;
+  std::vector<std::pair<std::string, int64_t>> c_by_kernel;
   {
     bench::LaunchCounter counter;
     for (int i = 0; i < kCountedSteps; ++i) fn();
     MINIDET_CUDA_CHECK(cudaDeviceSynchronize());
     launches = counter.launches();
+    c_by_kernel = counter.by_kernel();
   }
   const TransferCounts transfers = transfer_counts() - transfers_before;
   const cuda::MemoryStats memory = cuda::memory_stats(0);
@@ -193,6 +196,7 @@ Counts count_per_run(const std::function<void()>& fn) {
   c.device_allocations =
       static_cast<double>(memory.device_allocations - memory_before.device_allocations) / kCountedSteps;
   c.peak_bytes = memory.peak_allocated_bytes;
+  c.by_kernel = std::move(c_by_kernel);
   return c;
 }
 #else
@@ -224,6 +228,18 @@ void report(const std::string& device, int64_t batch, const char* pass, double m
         << ",\"h2d\":" << c.host_to_device << ",\"syncs\":" << c.host_waits
         << ",\"device_allocations\":" << c.device_allocations << ",\"peak_bytes\":" << c.peak_bytes;
   emit("detector", device, shape_of(batch), pass, ms, extra.str());
+}
+
+// Where the first batch size's training launches come from: the most launched kernels, per step.
+void print_top_kernels(int64_t batch, const Counts& c) {
+  if (c.by_kernel.empty()) return;
+  std::printf("  most launched kernels of a training step at batch %lld (per step; of %.1f):\n",
+              static_cast<long long>(batch), c.launches);
+  for (size_t k = 0; k < c.by_kernel.size() && k < 25; ++k) {
+    std::string name = c.by_kernel[k].first;
+    if (name.size() > 110) name = name.substr(0, 107) + "...";
+    std::printf("  %8.1f  %s\n", static_cast<double>(c.by_kernel[k].second) / kCountedSteps, name.c_str());
+  }
 }
 
 void run_cpu(const data::Dataset& train, int reps) {
@@ -264,6 +280,7 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
     w.trainer->model->train();
     const Counts train_counts = count_per_run([&] { w.train_step(); });
     report(device, w.batch, "train", ms[i][0], &train_counts);
+    if (i == 0) print_top_kernels(w.batch, train_counts);
     w.trainer->model->eval();
     const Counts infer_counts = count_per_run([&] { w.infer(); });
     report(device, w.batch, "infer", ms[i][1], &infer_counts);

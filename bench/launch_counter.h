@@ -5,6 +5,7 @@
 //   LaunchCounter counter;            // subscribes: from here on every launch API call is seen
 //   ... one training step ...
 //   int64_t launches = counter.launches();
+//   auto top = counter.by_kernel();   // (demangled kernel name, launches), most launched first
 //
 // Why both API domains: minidet's own kernels go through the runtime (cudaLaunchKernel, from <<<...>>>),
 // but cuBLAS and CUB may launch through the driver (cuLaunchKernel*). The runtime's own launch may in turn
@@ -14,10 +15,19 @@
 // the callback ids do not. Only one CUPTI subscriber may exist at a time.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <cxxabi.h>
 
 #if MINIDET_BENCH_CUPTI
 #include <cupti.h>
@@ -46,6 +56,18 @@ class LaunchCounter {
   // Launches seen since construction; -1 when CUPTI refused to subscribe (the reason went to stderr).
   int64_t launches() const { return ok_ ? launches_.load() : -1; }
 
+  // The same launches by kernel, most launched first: where a step's launches come from. Names are
+  // demangled; template arguments are kept, since they tell the elementwise functors apart.
+  std::vector<std::pair<std::string, int64_t>> by_kernel() const {
+    std::vector<std::pair<std::string, int64_t>> rows;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& [symbol, n] : by_symbol_) rows.emplace_back(demangle(symbol), n);
+    }
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return rows;
+  }
+
  private:
   static bool starts_with(const char* name, const char* prefix) {
     return name && std::strncmp(name, prefix, std::strlen(prefix)) == 0;
@@ -58,6 +80,20 @@ class LaunchCounter {
            starts_with(name, "cuLaunchGrid");
   }
 
+  static std::string demangle(const std::string& symbol) {
+    int status = 0;
+    char* name = abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status);
+    std::string text = status == 0 && name ? name : symbol;
+    std::free(name);
+    return text;
+  }
+
+  void count(const CUpti_CallbackData* call) {
+    ++launches_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++by_symbol_[call->symbolName ? call->symbolName : "(unnamed)"];
+  }
+
   static void CUPTIAPI on_api(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
     // Per thread: how many runtime launches are in progress (their driver calls are not new kernels).
     thread_local int runtime_launch_depth = 0;
@@ -66,14 +102,14 @@ class LaunchCounter {
     const bool enter = call->callbackSite == CUPTI_API_ENTER;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && is_runtime_launch(call->functionName)) {
       if (enter) {
-        ++counter->launches_;
+        counter->count(call);
         ++runtime_launch_depth;
       } else {
         --runtime_launch_depth;
       }
     } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && enter && runtime_launch_depth == 0 &&
                is_driver_launch(call->functionName)) {
-      ++counter->launches_;
+      counter->count(call);
     }
   }
 
@@ -87,6 +123,8 @@ class LaunchCounter {
 
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::atomic<int64_t> launches_{0};
+  mutable std::mutex mutex_;
+  std::map<std::string, int64_t> by_symbol_;  // mangled kernel symbol -> launches
   bool ok_ = false;
 };
 
@@ -97,6 +135,7 @@ class LaunchCounter {
  public:
   static constexpr bool available() { return false; }
   int64_t launches() const { return -1; }
+  std::vector<std::pair<std::string, int64_t>> by_kernel() const { return {}; }
 };
 
 #endif
