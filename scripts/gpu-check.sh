@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The one command for a GPU machine: configure and build for sm_90 (-j16), run the whole suite (the cuda/*
+# The one command for a GPU machine: configure and build for sm_90 (-j nproc), run the whole suite (the cuda/*
 # cases run here), run compute-sanitizer on the CUDA cases, train the detector, and run the benchmarks.
 # Logs go to $OUT (the device tool brings that folder back), default /tmp/minidet-gpu.
 #
 # The argument is a comma-separated list of parts (default: all):
 #   ctest     the whole suite (CUDA cases included; CTEST_ARGS="-R ^cuda/" runs only the GPU cases, which the
 #             CPU-only CI cannot)
-#   sanitize  compute-sanitizer memcheck + racecheck on the cuda/ cases
+#   sanitize  compute-sanitizer memcheck, racecheck and initcheck on the cuda/ cases (TOOLS, FILTER,
+#             SAN_EXCLUDE, SAN_SHARD cases per process, SAN_TIMEOUT seconds each); logs in sanitizer-parts.tgz
 #   demo      examples/train_mlp on the GPU
 #   train     minidet train on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
 #   bench     the benchmarks and their PyTorch twins
@@ -22,6 +23,15 @@
 #             minidet train; the summary's "corrupt checkpoints found" must be 0
 #   tests     = ctest,sanitize,demo          all = tests,train,bench
 # A full run may not fit one 10-minute device call: run `tests`, then `train,bench` on the still-warm machine.
+#
+# Budgeting a session's 30 device minutes (measured 2026-11-25). The lease counts every second a machine is
+# held, start-up included; a machine goes back 30 s after its last call ends, and a fresh one builds again:
+#   - the build alone takes 290-320 s on a fresh H100 machine (x1 or x2, 16 or 32 jobs), so a session has
+#     room for about two fresh machines; chain the calls back to back on one warm machine instead;
+#   - CTEST_ARGS="-R ^cuda/" ctest: 27 s; dist: ~150 s; BENCH=detector bench: ~100 s; sanitize with
+#     SAN_SHARD=8 and SAN_TIMEOUT=200: ~240 s (racecheck of test_models' first shard needs more);
+#   - the device tool returns at most 8 files from $OUT: keep other logs in an archive (as sanitize does).
+# One x2 machine serves everything: `CTEST_ARGS="-R ^cuda/" ... ctest,dist` then `... sanitize,bench`.
 #
 #   bash scripts/gpu-check.sh ctest,train
 #   TOOLS=memcheck FILTER="cuda/nms*" bash scripts/gpu-check.sh sanitize   # one sanitizer, some cases
