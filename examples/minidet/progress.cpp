@@ -9,8 +9,8 @@
 
 namespace minidet::cli {
 
-Progress::Progress(int64_t total_steps, int64_t log_every)
-    : total_steps_(total_steps), log_every_(log_every), live_(isatty(fileno(stdout)) != 0) {}
+Progress::Progress(int64_t total_steps, int64_t log_every, bool allow_live)
+    : total_steps_(total_steps), log_every_(log_every), live_(allow_live && isatty(fileno(stdout)) != 0) {}
 
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";

@@ -13,7 +13,9 @@ namespace minidet::cli {
 
 class Progress {
  public:
-  Progress(int64_t total_steps, int64_t log_every);
+  // allow_live = false prints plain lines even on a terminal. Under mpirun it must be: mpirun hands every rank
+  // a pseudo-terminal whatever its own output is (a file, a CI log), so isatty says nothing there.
+  Progress(int64_t total_steps, int64_t log_every, bool allow_live = true);
 
   // After each step. `logged` says whether this step is a log_every step.
   void step(const TrainRecord& record, bool logged);
@@ -26,7 +28,7 @@ class Progress {
 
   int64_t total_steps_;
   int64_t log_every_;
-  bool live_;             // stdout is a terminal
+  bool live_;             // stdout is a terminal (and live lines are allowed)
   bool line_open_ = false;  // a live line is on screen without its newline
   static constexpr double kRedrawSeconds = 0.25;
   std::chrono::steady_clock::time_point last_redraw_{};

@@ -159,6 +159,48 @@ TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and 
   CHECK(odd.err.find(" of 2 (local ") != std::string::npos);
   CHECK(odd.err.find("schedule.batch 3 is the global batch: it must be a multiple of the 2 ranks") != std::string::npos);
 }
+
+// A Ctrl-C reaches one rank only (mpirun does not forward it; see the README): the ranks agree on stopping at
+// the next logged step, through an all-reduce of the flag there, and rank 0 saves that step.
+TEST_CASE("values/minidet: under mpirun, SIGINT to one rank stops every rank at the same logged step") {
+  const fs::path folder = fresh_folder("mpirun-interrupt");
+  write_text(folder / "tiny.json", kTinyConfig);
+  const std::string arguments = std::string("train --config tiny.json --device cpu --threads 1 --out ranks-run");
+  const std::string command = "cd '" + folder.string() + "' && exec " + MINIDET_MPIEXEC + " '" + MINIDET_EXE + "' " +
+                              arguments + " --set schedule.steps=100000 --set schedule.eval_every=0 " +
+                              "--set schedule.log_every=3 > stdout.txt 2> stderr.txt";
+  const pid_t launcher = fork();
+  REQUIRE(launcher >= 0);
+  if (launcher == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_text(folder / "ranks-run" / "metrics.jsonl").empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The ranks are the processes whose command line starts with the program (mpirun's starts with mpirun).
+  const std::string find = "pgrep -f '^" + std::string(MINIDET_EXE) + " " + arguments + "'";
+  std::string pids;
+  if (FILE* pipe = popen(find.c_str(), "r")) {
+    char buffer[256];
+    while (fgets(buffer, sizeof buffer, pipe)) pids += buffer;
+    pclose(pipe);
+  }
+  const pid_t rank = static_cast<pid_t>(std::atol(pids.c_str()));  // the first one listed
+  REQUIRE_MESSAGE(rank > 0, "no rank process found by: " << find);
+  kill(rank, SIGINT);
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  const std::string out = read_text(folder / "stdout.txt");
+  const int64_t step =
+      nn::load_checkpoint((folder / "ranks-run" / "last.ckpt").string()).get("progress.step").item<int64_t>();
+  CHECK(step % 3 == 0);  // a logged step (the first, step 1, was over before the signal)
+  CHECK(out.find("interrupted after step " + std::to_string(step) + ";") != std::string::npos);
+  CHECK(out.find("interrupted after step") == out.rfind("interrupted after step"));  // rank 0 alone prints
+  CHECK(out.find('\r') == std::string::npos);  // plain lines: mpirun's pseudo-terminal is not the user's
+}
 #endif
 
 TEST_CASE("errors/minidet: bad arguments, files and data give one clear line and a non-zero exit") {

@@ -257,7 +257,7 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
   if (args.detect_anomaly) anomaly.emplace();
   g_interrupted = 0;
   std::signal(SIGINT, on_interrupt);
-  Progress progress(s.steps, s.log_every);
+  Progress progress(s.steps, s.log_every, /*allow_live=*/group.size() == 1);  // see Progress: mpirun's pty
   const auto start = Clock::now();
   auto window_start = start;
   int64_t window_images = 0, step = first - 1;
