@@ -3,14 +3,19 @@
 // it wrote. Header-only: each test program is one .cpp plus this file.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace minidet_cli_test {
@@ -64,6 +69,49 @@ inline Result run_minidet(const fs::path& folder, const std::string& arguments, 
   r.out = read_text(folder / "stdout.txt");
   r.err = read_text(folder / "stderr.txt");
   return r;
+}
+
+// Starts `[launcher] minidet <arguments>` in `folder` without waiting, stdout and stderr to stdout.txt and
+// stderr.txt there (words split on spaces: no quoting). `in_child` runs in the child just before exec:
+// resource limits, another user, the environment. No shell: the files are opened before `in_child` can drop
+// privileges, and without a launcher the pid is minidet's own, so a signal sent to it reaches the program.
+inline pid_t spawn_minidet(const fs::path& folder, const std::string& arguments, const std::string& launcher = "",
+                           const std::function<void()>& in_child = {}) {
+  std::vector<std::string> words;
+  std::istringstream split_launcher(launcher);
+  for (std::string word; split_launcher >> word;) words.push_back(word);
+  words.push_back(MINIDET_EXE);
+  std::istringstream split(arguments);
+  for (std::string word; split >> word;) words.push_back(word);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  const int out = open((folder / "stdout.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err = open((folder / "stderr.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (out < 0 || err < 0 || chdir(folder.c_str()) != 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
+  if (in_child) in_child();
+  execvp(argv[0], argv.data());
+  _exit(127);
+}
+
+// Waits for a spawned run: the exit code, or minus the signal that ended it.
+inline Result wait_minidet(pid_t pid, const fs::path& folder) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  r.out = read_text(folder / "stdout.txt");
+  r.err = read_text(folder / "stderr.txt");
+  return r;
+}
+
+// Waits (up to `seconds`) until a spawned run has written something to `path`, e.g. its first metrics line.
+inline void wait_until_written(const fs::path& path, int seconds = 120) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (read_text(path).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 inline std::vector<json> read_jsonl(const fs::path& path) {

@@ -3,15 +3,12 @@
 // the program because tests/ may not depend on examples/.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/factories.h"
@@ -165,19 +162,12 @@ TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and 
 TEST_CASE("values/minidet: under mpirun, SIGINT to one rank stops every rank at the same logged step") {
   const fs::path folder = fresh_folder("mpirun-interrupt");
   write_text(folder / "tiny.json", kTinyConfig);
-  const std::string arguments = std::string("train --config tiny.json --device cpu --threads 1 --out ranks-run");
-  const std::string command = "cd '" + folder.string() + "' && exec " + MINIDET_MPIEXEC + " '" + MINIDET_EXE + "' " +
-                              arguments + " --set schedule.steps=100000 --set schedule.eval_every=0 " +
-                              "--set schedule.log_every=3 > stdout.txt 2> stderr.txt";
-  const pid_t launcher = fork();
-  REQUIRE(launcher >= 0);
-  if (launcher == 0) {
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (read_text(folder / "ranks-run" / "metrics.jsonl").empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string arguments = "train --config tiny.json --device cpu --threads 1 --out ranks-run";
+  const pid_t launcher = spawn_minidet(folder, arguments + " --set schedule.steps=100000 --set schedule.eval_every=0 " +
+                                                   "--set schedule.log_every=3",
+                                       MINIDET_MPIEXEC);
+  REQUIRE(launcher > 0);
+  wait_until_written(folder / "ranks-run" / "metrics.jsonl");
   // The ranks are the processes whose command line starts with the program (mpirun's starts with mpirun).
   const std::string find = "pgrep -f '^" + std::string(MINIDET_EXE) + " " + arguments + "'";
   std::string pids;
@@ -189,11 +179,9 @@ TEST_CASE("values/minidet: under mpirun, SIGINT to one rank stops every rank at 
   const pid_t rank = static_cast<pid_t>(std::atol(pids.c_str()));  // the first one listed
   REQUIRE_MESSAGE(rank > 0, "no rank process found by: " << find);
   kill(rank, SIGINT);
-  int status = 0;
-  waitpid(launcher, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 130);
-  const std::string out = read_text(folder / "stdout.txt");
+  const Result r = wait_minidet(launcher, folder);
+  CHECK(r.code == 130);
+  const std::string& out = r.out;
   const int64_t step =
       nn::load_checkpoint((folder / "ranks-run" / "last.ckpt").string()).get("progress.step").item<int64_t>();
   CHECK(step % 3 == 0);  // a logged step (the first, step 1, was over before the signal)
@@ -288,26 +276,15 @@ TEST_CASE("errors/minidet: a non-finite loss stops the run naming the step and t
 TEST_CASE("values/minidet: Ctrl-C finishes the step, saves last.ckpt, says how to resume and exits 130") {
   const fs::path folder = fresh_folder("interrupt");
   write_text(folder / "tiny.json", kTinyConfig);
-  // A run far too long to finish; SIGINT once its first step is logged. `exec` makes the shell's pid the
-  // program's, so the signal reaches minidet itself.
-  const std::string command = "cd '" + folder.string() + "' && exec '" + MINIDET_EXE +
-                              "' train --config tiny.json --device cpu --out run --set schedule.steps=100000 "
-                              "--set schedule.eval_every=0 > stdout.txt 2> stderr.txt";
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (read_text(folder / "run" / "metrics.jsonl").empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // A run far too long to finish; SIGINT once its first step is logged (spawn_minidet's pid is minidet's own).
+  const pid_t pid = spawn_minidet(folder, "train --config tiny.json --device cpu --out run --set schedule.steps=100000 "
+                                          "--set schedule.eval_every=0");
+  REQUIRE(pid > 0);
+  wait_until_written(folder / "run" / "metrics.jsonl");
   kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 130);
-  const std::string out = read_text(folder / "stdout.txt");
+  const Result r = wait_minidet(pid, folder);
+  CHECK(r.code == 130);
+  const std::string& out = r.out;
   CHECK(out.find("interrupted after step") != std::string::npos);
   CHECK(out.find("resume with: minidet train --resume run") != std::string::npos);
   const int64_t step = nn::load_checkpoint((folder / "run" / "last.ckpt").string()).get("progress.step").item<int64_t>();

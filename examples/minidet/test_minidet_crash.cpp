@@ -34,37 +34,6 @@ using Clock = std::chrono::steady_clock;
 const std::string kTrain = "train --config tiny.json --device cpu --threads 1";
 const std::string kResume = "train --device cpu --threads 1 --resume ";
 
-// Starts `minidet <arguments>` in `folder` without waiting, stdout and stderr to stdout.txt and stderr.txt
-// there. `in_child` runs in the child just before exec: resource limits, another user, the environment.
-// No shell: the files are opened before `in_child` can drop privileges, and the pid is minidet's own.
-pid_t spawn_minidet(const fs::path& folder, const std::string& arguments, const std::function<void()>& in_child = {}) {
-  std::vector<std::string> words{MINIDET_EXE};
-  std::istringstream split(arguments);
-  for (std::string word; split >> word;) words.push_back(word);
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
-  argv.push_back(nullptr);
-  const int out = open((folder / "stdout.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int err = open((folder / "stderr.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (out < 0 || err < 0 || chdir(folder.c_str()) != 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
-  if (in_child) in_child();
-  execv(argv[0], argv.data());
-  _exit(127);
-}
-
-// The exit code, or minus the signal that ended it.
-Result wait_minidet(pid_t pid, const fs::path& folder) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  r.out = read_text(folder / "stdout.txt");
-  r.err = read_text(folder / "stderr.txt");
-  return r;
-}
-
 std::vector<fs::path> files_with_extension(const fs::path& folder, const std::string& extension) {
   std::vector<fs::path> found;
   if (!fs::exists(folder)) return found;
@@ -194,7 +163,7 @@ TEST_CASE("values/minidet: kill -9 in the middle of a checkpoint write keeps the
 
   // The test-only pause holds every save between its complete last.ckpt.tmp and the rename. The step-0
   // save makes last.ckpt; the next last.ckpt.tmp (step 3) is the kill's moment.
-  const pid_t pid = spawn_minidet(folder, kTrain + " --out run --set schedule.steps=3",
+  const pid_t pid = spawn_minidet(folder, kTrain + " --out run --set schedule.steps=3", "",
                                   [] { setenv("MINIDET_TEST_PAUSE_IN_CHECKPOINT_WRITE", "1000", 1); });
   REQUIRE(pid > 0);
   const fs::path run = folder / "run";
@@ -230,7 +199,7 @@ TEST_CASE("errors/minidet: a full disk stops training with one clear line and ke
   // is what a full disk looks like to the writer, without filling a disk.
   const rlim_t limit = fs::file_size(run / "last.ckpt") / 2;
   REQUIRE(limit > 2 * fs::file_size(run / "loss.png"));
-  const pid_t pid = spawn_minidet(folder, kResume + "run", [limit] {
+  const pid_t pid = spawn_minidet(folder, kResume + "run", "", [limit] {
     signal(SIGXFSZ, SIG_IGN);
     const rlimit cap{limit, limit};
     setrlimit(RLIMIT_FSIZE, &cap);
@@ -290,13 +259,13 @@ TEST_CASE("errors/minidet: a read-only run folder gives one clear line and leave
   fs::permissions(folder / "locked", fs::status(run).permissions());
   const std::function<void()> in_child = as_root ? std::function<void()>(become_nobody) : std::function<void()>();
 
-  const pid_t resume = spawn_minidet(folder, kResume + "run", in_child);
+  const pid_t resume = spawn_minidet(folder, kResume + "run", "", in_child);
   REQUIRE(resume > 0);
   const Result r = wait_minidet(resume, folder);
   CHECK(r.code == 1);
   CHECK(r.err == "minidet: cannot write run/config.json: Permission denied\n");
 
-  const pid_t fresh = spawn_minidet(folder, kTrain + " --out locked/run", in_child);
+  const pid_t fresh = spawn_minidet(folder, kTrain + " --out locked/run", "", in_child);
   REQUIRE(fresh > 0);
   const Result f = wait_minidet(fresh, folder);
   CHECK(f.code == 1);
