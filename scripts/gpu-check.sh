@@ -193,7 +193,7 @@ evals = [l for l in lines if l["type"] == "eval"]
 rates = sorted(l["images_per_s"] for l in train if l["step"] >= 100)  # after warm-up; the median skips
 if rates: print(f"  median images/s over the logged windows from step 100: {rates[len(rates) // 2]:.0f}")  # eval windows
 hit = next((e for e in evals if e["map50"] >= 0.95), None)
-for e in evals[-1:] + ([hit] if hit else []):
+for e in evals[-1:] + ([hit] if hit and hit is not evals[-1] else []):
     print(f"  eval at step {e['step']}: mAP@0.5 {e['map50']:.4f} COCO AP {e['coco_ap']:.4f} after {e['train_s']:.1f} s of training")
 print("  mAP@0.5 >= 0.95 first at step", hit["step"] if hit else "never")
 PY
