@@ -30,6 +30,7 @@ struct DistributedDataParallel::Reducer {
   std::vector<size_t> bucket_of;
   std::vector<bool> ready;   // this parameter's gradient arrived in this backward
   std::vector<Bucket> buckets;
+  std::vector<Tensor> buffer_flats;  // the module's buffers, packed (pack_buffers)
   size_t next_to_start = 0;  // buckets start in index order
   bool sync = true;          // false inside no_sync()
 
@@ -50,16 +51,52 @@ struct DistributedDataParallel::Reducer {
     while (next_to_start < buckets.size() && buckets[next_to_start].pending == 0) start(next_to_start++);
   }
 
-  // Packs the bucket's gradients (zeros for a parameter without one) and starts its all-reduce.
+  // Bucket b's k-th gradient: a view of its flat buffer, shaped like the parameter.
+  Tensor slot(const Bucket& bucket, size_t k) const {
+    const Tensor& param = params[bucket.params[k]];
+    return bucket.flat.narrow(0, bucket.offsets[k], param.numel()).view(param.sizes());
+  }
+
+  static bool is_slot(const Tensor& grad, const Tensor& slot) {
+    return grad.defined() && grad.storage() == slot.storage() && grad.storage_offset() == slot.storage_offset() &&
+           grad.sizes() == slot.sizes() && grad.strides() == slot.strides();
+  }
+
+  // Before backward: every .grad becomes its slot in the buckets (PyTorch's gradient_as_bucket_view), so
+  // AccumulateGrad adds straight into the flat buffers, and neither packing before the all-reduce nor
+  // unpacking after it copies anything. A gradient already there (no_sync, or no zero_grad) is kept: it is
+  // copied into its slot once. After the usual zero_grad() (set_to_none) this costs one fill per bucket,
+  // where packing and unpacking cost two copies per parameter (plus AccumulateGrad's clone).
+  void prepare() {
+    if (group->size() == 1) return;
+    NoGradGuard no_grad;
+    for (Bucket& bucket : buckets) {
+      const bool none = std::none_of(bucket.params.begin(), bucket.params.end(),
+                                     [&](size_t p) { return params[p].grad().defined(); });
+      if (none) bucket.flat.zero_();
+      for (size_t k = 0; k < bucket.params.size(); ++k) {
+        const Tensor& param = params[bucket.params[k]];
+        Tensor view = slot(bucket, k);
+        const Tensor grad = param.grad();
+        if (is_slot(grad, view)) continue;
+        if (grad.defined()) view.copy_(grad);
+        else if (!none) view.zero_();
+        param.set_grad(view);
+      }
+    }
+  }
+
+  // Packs the bucket's gradients that are not already in it (zeros for a parameter without one) and starts
+  // its all-reduce.
   void start(size_t b) {
     Bucket& bucket = buckets[b];
     NoGradGuard no_grad;
     for (size_t k = 0; k < bucket.params.size(); ++k) {
-      const Tensor& param = params[bucket.params[k]];
-      Tensor slot = bucket.flat.narrow(0, bucket.offsets[k], param.numel()).view(param.sizes());
-      const Tensor grad = param.grad();
-      if (grad.defined()) slot.copy_(grad);
-      else slot.zero_();
+      Tensor view = slot(bucket, k);
+      const Tensor grad = params[bucket.params[k]].grad();
+      if (is_slot(grad, view)) continue;
+      if (grad.defined()) view.copy_(grad);
+      else view.zero_();
     }
     const std::string what = "all-reduce of gradient bucket " + std::to_string(b) + " (" +
                              std::to_string(bucket.params.size()) + " tensors, first '" + names[bucket.params[0]] + "')";
@@ -75,9 +112,8 @@ struct DistributedDataParallel::Reducer {
       bucket.work.reset();
       for (size_t k = 0; k < bucket.params.size(); ++k) {  // the flat buffer now holds the means
         const Tensor& param = params[bucket.params[k]];
-        const Tensor slot = bucket.flat.narrow(0, bucket.offsets[k], param.numel()).view(param.sizes());
-        if (param.grad().defined()) param.grad().copy_(slot);
-        else param.set_grad(slot.clone());
+        Tensor view = slot(bucket, k);
+        if (!is_slot(param.grad(), view)) param.set_grad(view);  // from here on .grad is its slot
       }
       bucket.pending = bucket.params.size();
     }
@@ -105,6 +141,39 @@ int64_t model_signature(const nn::Module& module) {
     }
   }
   return static_cast<int64_t>(hash >> 1);
+}
+
+// Packs the module's buffers into one flat tensor per dtype and device and makes each buffer a view of its
+// flat tensor (set_data: the layers' own handles follow). Copying rank 0's buffers after each backward then
+// costs one broadcast per flat tensor instead of one per buffer: a detector has dozens of buffers (every
+// BatchNorm's running mean, variance and count), and each broadcast is a collective of its own. The buffers
+// then share a version counter; nothing saves a buffer for backward (BatchNorm saves what it computes from
+// them), so no false "modified in place" error can come of it.
+std::vector<Tensor> pack_buffers(const nn::Module& module) {
+  std::vector<Tensor> buffers = module.buffers(), flats;
+  std::vector<bool> packed(buffers.size(), false);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (packed[i]) continue;
+    std::vector<size_t> group;  // the buffers of buffers[i]'s dtype and device
+    int64_t total = 0;
+    for (size_t j = i; j < buffers.size(); ++j) {
+      if (packed[j] || buffers[j].dtype() != buffers[i].dtype() || buffers[j].device() != buffers[i].device()) continue;
+      group.push_back(j);
+      packed[j] = true;
+      total += buffers[j].numel();
+    }
+    Tensor flat = empty({total}, buffers[i].options());
+    int64_t offset = 0;
+    for (size_t j : group) {
+      const Tensor& buffer = buffers[j];
+      Tensor view = flat.narrow(0, offset, buffer.numel()).view(buffer.sizes());
+      view.copy_(buffer);
+      buffer.set_data(view);
+      offset += buffer.numel();
+    }
+    flats.push_back(flat);
+  }
+  return flats;
 }
 
 }  // namespace
@@ -153,6 +222,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, ProcessGrou
   }
   r.ready.assign(r.params.size(), false);
   if (group.size() == 1) return;  // alone: no buffers, no hooks; backward's gradients are already the mean
+  if (options.broadcast_buffers) r.buffer_flats = pack_buffers(module);
   for (Reducer::Bucket& bucket : r.buckets) {
     const Tensor& last = r.params[bucket.params.back()];
     bucket.flat = zeros({bucket.offsets.back() + last.numel()}, last.options());
@@ -169,6 +239,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, ProcessGrou
 DistributedDataParallel::~DistributedDataParallel() = default;
 
 void DistributedDataParallel::backward(const Tensor& loss) {
+  reducer_->prepare();
   loss.backward();
   finish_gradient_sync();
 }
@@ -176,9 +247,9 @@ void DistributedDataParallel::backward(const Tensor& loss) {
 void DistributedDataParallel::finish_gradient_sync() {
   reducer_->finish();
   if (!options_.broadcast_buffers || !reducer_->active()) return;
-  NoGradGuard no_grad;
-  for (const auto& [name, buffer] : module_.named_buffers())
-    group_.broadcast(buffer.detach(), 0, "broadcast of buffer '" + name + "' from rank 0");
+  for (size_t i = 0; i < reducer_->buffer_flats.size(); ++i)
+    group_.broadcast(reducer_->buffer_flats[i], 0, "broadcast of the buffers from rank 0 (flat tensor " +
+                     std::to_string(i) + ")");
 }
 
 DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp) : ddp_(ddp) { ddp_.reducer_->sync = false; }

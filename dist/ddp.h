@@ -13,13 +13,18 @@
 // Buckets. The parameters that require grad are taken in the reverse of their registration order (roughly
 // the order backward produces their gradients) and grouped into buckets of about bucket_mb megabytes (one
 // dtype and device per bucket). A post-accumulate-grad hook on each parameter (autograd/engine.h) counts
-// the bucket's missing gradients; when the last one arrives the bucket's gradients are copied into one flat
-// buffer and its all-reduce is started at once, while backward goes on with the layers below:
+// the bucket's missing gradients; when the last one arrives the bucket's all-reduce is started at once,
+// while backward goes on with the layers below:
 //   CUDA  NCCL on a separate stream, ordered by events (dist/nccl_communicator.h);
 //   CPU   MPI_Iallreduce, advanced (MPI_Test) from each later hook and waited for at the end of backward;
 //         MPI moves it forward only inside MPI calls, so the overlap is partial.
 // Buckets are started strictly in index order (a bucket that is ready early waits for the ones before it),
 // so every rank issues the same collectives in the same order, as MPI and NCCL require.
+// Gradients are views of the buckets (PyTorch's gradient_as_bucket_view): ddp.backward() first points each
+// .grad at its slot of a zeroed flat buffer, backward accumulates into it in place, and the all-reduce works
+// on it in place, so no gradient is copied on the way in or out (a gradient that exists before backward,
+// from no_sync or without zero_grad, is copied into its slot once). After a synchronised backward .grad is
+// that view: keep no other handle to an old .grad and expect it to change.
 // overlap = false starts nothing from the hooks: every bucket is reduced at the end of backward, blocking,
 // one after the other. Both give the same numbers (tested).
 //
@@ -31,6 +36,8 @@
 // Buffers (BatchNorm's running statistics) are computed by each rank on its own images; with
 // broadcast_buffers (default) rank 0's are copied to every rank after each synchronised backward, so the
 // ranks evaluate and checkpoint the same model (PyTorch's DDP copies them before each forward instead).
+// For that the constructor packs the buffers into one flat tensor per dtype and device, each buffer a view
+// of it: one broadcast per flat tensor, where one per buffer would be dozens of collectives per step.
 //
 // With one rank (a program run without mpirun) it does nothing at all: no buffers, no hooks, no copies, so
 // single-process training is exactly what it was (unused parameters keep no gradient).

@@ -7,7 +7,7 @@
 #   ctest     the whole suite (CUDA cases included; CTEST_ARGS="-R ^cuda/" runs only the GPU cases, which the
 #             CPU-only CI cannot)
 #   sanitize  compute-sanitizer memcheck, racecheck and initcheck on the cuda/ cases (TOOLS, FILTER,
-#             SAN_EXCLUDE, SAN_SHARD cases per process, SAN_TIMEOUT seconds each); logs in sanitizer-parts.tgz
+#             SAN_EXCLUDE, SAN_SHARD cases per process (RACE_SHARD for racecheck), SAN_TIMEOUT seconds each); logs in sanitizer-parts.tgz
 #   demo      examples/train_mlp on the GPU
 #   train     minidet train on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
 #   bench     the benchmarks and their PyTorch twins
@@ -29,8 +29,8 @@
 #   - the build alone takes 290-320 s on a fresh H100 machine (x1 or x2, 16 or 32 jobs), so a session has
 #     room for about two fresh machines; chain the calls back to back on one warm machine instead;
 #   - CTEST_ARGS="-R ^cuda/" ctest: 27 s; dist: ~150 s; BENCH=detector bench: ~100 s; sanitize with
-#     SAN_SHARD=8 and SAN_TIMEOUT=200: ~240 s (racecheck of test_models' first shard needs more);
-#   - the device tool returns at most 8 files from $OUT: keep other logs in an archive (as sanitize does).
+#     SAN_SHARD=8 and SAN_TIMEOUT=200: ~210 s;
+#   - the device tool returns at most 8 files from $OUT: past 8, the script packs all but summary.txt into logs.tgz.
 # One x2 machine serves everything: `CTEST_ARGS="-R ^cuda/" ... ctest,dist` then `... sanitize,bench`.
 #
 #   bash scripts/gpu-check.sh ctest,train
@@ -81,16 +81,18 @@ if wants sanitize; then
   # memcheck: out-of-bounds and misaligned accesses, leaks; racecheck: shared-memory hazards between the
   # threads of a block; initcheck: reads of device memory nothing wrote. TOOLS picks the tools (default all three); FILTER narrows the cases (default cuda/*);
   # SAN_EXCLUDE leaves cases out (default: the out-of-memory case, whose failing cudaMalloc of 1 TiB is the
-  # point of the test but which memcheck reports as an API error; and the training demos, which only repeat kernels checked
-  # elsewhere and take minutes under racecheck). Every (tool, binary) pair runs side by side (one GPU,
+  # point of the test but which memcheck reports as an API error; the training demos and the long-run health
+  # case, which only repeat for many steps kernels that cuda/faster_rcnn checks once, and take minutes under
+  # racecheck and initcheck). Every (tool, binary) pair runs side by side (one GPU,
   # 16 cores), each bounded by SAN_TIMEOUT seconds, so the whole check fits one device call.
   tools=(${TOOLS:-memcheck racecheck initcheck})
   filter=${FILTER:-cuda/*}
-  exclude=${SAN_EXCLUDE:-cuda/small_cnn*,cuda/allocator: an absurd request*}
+  exclude=${SAN_EXCLUDE:-cuda/small_cnn*,cuda/long_run*,cuda/allocator: an absurd request*}
   note "== compute-sanitizer ${tools[*]} on the $filter cases (excluding $exclude), ${SAN_TIMEOUT:-240} s cap each"
   start=$(date +%s)
   # Long binaries are cut into shards of SAN_SHARD cases (doctest's 1-based --first/--last over the
-  # cases that pass the filters), so no single process has to check 50 cases within the cap.
+  # cases that pass the filters), so no single process has to check 50 cases within the cap; racecheck,
+  # which runs shared-memory kernels several times slower (the NMS cases), in shards of RACE_SHARD.
   shard=${SAN_SHARD:-8}
   parts=()
   for t in build/gpu/tests/test_*; do
@@ -98,9 +100,11 @@ if wants sanitize; then
     # Only binaries that have matching cases (listing includes skipped cases, see tests/main.cpp).
     n=$("$t" -ltc -tc="$filter" -tce="$exclude" 2>/dev/null | grep -c "^cuda/")
     (( n > 0 )) || continue
-    for (( first = 1; first <= n; first += shard )); do
-      last=$(( first + shard - 1 < n ? first + shard - 1 : n ))
-      for tool in "${tools[@]}"; do
+    for tool in "${tools[@]}"; do
+      size=$shard
+      [[ $tool == racecheck ]] && size=${RACE_SHARD:-4}
+      for (( first = 1; first <= n; first += size )); do
+        last=$(( first + size - 1 < n ? first + size - 1 : n ))
         part="/tmp/sanitizer-$tool-$(basename "$t")-$first-$last"
         parts+=("$part")
         (
@@ -177,21 +181,32 @@ if wants dist; then
   minidet=build/gpu/examples/minidet/minidet
   mpi=(mpirun --allow-run-as-root -np 2 --bind-to none)
   b=${DIST_BATCH:-8}
-  # $1: label; the rest: the command. Prints the median logged images/s and the eval lines' mAP and train_s.
+  # $1: label; $2: images per step of the whole job; the rest: the command. Prints the logged images/s (median
+  # and mean) and the eval lines' mAP and train_s.
   dist_run() {
-    local label=$1
-    shift
+    local label=$1 batch=$2
+    shift 2
     rm -rf "/tmp/dist-$label"
     "$@" --device cuda --out "/tmp/dist-$label" >"$OUT/dist-$label.log" 2>&1
     note "$label: exit code $? ($*)"
     mkdir -p "$OUT/dist-$label" && cp "/tmp/dist-$label/metrics.jsonl" "$OUT/dist-$label/" 2>/dev/null
-    python3 - "/tmp/dist-$label/metrics.jsonl" <<'PY' | tee -a "$summary"
+    python3 - "/tmp/dist-$label/metrics.jsonl" "$batch" <<'PY' | tee -a "$summary"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 train = [l for l in lines if l["type"] == "train"]
 evals = [l for l in lines if l["type"] == "eval"]
 rates = sorted(l["images_per_s"] for l in train if l["step"] >= 100)  # after warm-up; the median skips
 if rates: print(f"  median images/s over the logged windows from step 100: {rates[len(rates) // 2]:.0f}")  # eval windows
+# The windows' rates swing with the training state (how many proposals survive NMS): the mean rate over the
+# same steps of both runs compares them better. From step 100 (or the last evaluation before it) to the last
+# evaluation, on the training clock (train_s, which leaves evaluations out).
+start = next(((l["step"], l["elapsed_s"]) for l in train if l["step"] == 100), (0, 0.0))
+for e in evals:
+    if e["step"] <= 100: start = (e["step"], e["train_s"])
+if evals and evals[-1]["step"] > start[0]:
+    end = evals[-1]
+    rate = (end["step"] - start[0]) * int(sys.argv[2]) / (end["train_s"] - start[1])
+    print(f"  mean images/s from step {start[0]} to {end['step']} on the training clock: {rate:.0f}")
 hit = next((e for e in evals if e["map50"] >= 0.95), None)
 for e in evals[-1:] + ([hit] if hit and hit is not evals[-1] else []):
     print(f"  eval at step {e['step']}: mAP@0.5 {e['map50']:.4f} COCO AP {e['coco_ap']:.4f} after {e['train_s']:.1f} s of training")
@@ -200,11 +215,11 @@ PY
   }
   # Throughput: the README's training (the default config: 500 steps of 8 images, evaluated at 250 and 500)
   # on one GPU, and the same per-GPU batch on two; the last logged window holds no evaluation.
-  dist_run "1gpu-b$b" $minidet train --set schedule.batch=$b
-  dist_run "2gpu-b$((2 * b))" "${mpi[@]}" $minidet train --set schedule.batch=$((2 * b))
+  dist_run "1gpu-b$b" $b $minidet train --set schedule.batch=$b
+  dist_run "2gpu-b$((2 * b))" $((2 * b)) "${mpi[@]}" $minidet train --set schedule.batch=$((2 * b))
   tta=(--set schedule.steps=${DIST_TTA_STEPS:-1000} --set schedule.eval_every=50 --set schedule.log_every=50)
-  dist_run "tta-1gpu-b$((2 * b))" $minidet train --set schedule.batch=$((2 * b)) "${tta[@]}"
-  dist_run "tta-2gpu-b$((2 * b))" "${mpi[@]}" $minidet train --set schedule.batch=$((2 * b)) "${tta[@]}"
+  dist_run "tta-1gpu-b$((2 * b))" $((2 * b)) $minidet train --set schedule.batch=$((2 * b)) "${tta[@]}"
+  dist_run "tta-2gpu-b$((2 * b))" $((2 * b)) "${mpi[@]}" $minidet train --set schedule.batch=$((2 * b)) "${tta[@]}"
 fi
 
 if wants killresume; then
@@ -247,5 +262,12 @@ if wants tta; then
   # shellcheck disable=SC2086
   PYTHONUNBUFFERED=1 python3 bench/detector_torch.py --time-to-accuracy ${TTA_ARGS:-} \
     --minidet-json /tmp/minidet-bench/tta.jsonl 2>&1 | tee -a "$summary"
+fi
+# The device tool brings back at most 8 files from $OUT: past that, everything but the summary travels as one
+# archive (logs.tgz, paths relative to $OUT).
+if (( $(find "$OUT" -type f | wc -l) > 8 )); then
+  (cd "$OUT" && find . -type f ! -name summary.txt ! -name logs.tgz -print0 | tar czf logs.tgz --null -T - --remove-files)
+  find "$OUT" -mindepth 1 -type d -empty -delete
+  note "more than 8 files: all but summary.txt are in logs.tgz"
 fi
 note "== done"

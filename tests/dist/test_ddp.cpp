@@ -14,6 +14,7 @@
 #include "data/loader/loader.h"
 #include "data/shapes/shapes_dataset.h"
 #include "dist/ddp.h"
+#include "nn/layers/batch_norm.h"
 #include "nn/layers/linear.h"
 #include "nn/layers/sequential.h"
 #include "nn/layers/simple.h"
@@ -132,6 +133,64 @@ TEST_CASE("values/dist_ddp: a parameter without a gradient is reduced as zeros")
   REQUIRE(last.weight.grad().defined());
   CHECK(test::max_abs_diff(last.weight.grad(), zeros({2, 7}, kFloat64)) == 0);
   CHECK(test::max_abs_diff(first.bias.grad(), full({16}, 1.0 / 16, kFloat64)) < 1e-15);
+}
+
+TEST_CASE("values/dist_ddp: gradients are views of the buckets that stay the same every step") {
+  dist::ProcessGroup& group = dist::ProcessGroup::world();
+  auto reference = make_mlp(4), replica = make_mlp(4);
+  dist::DDPOptions one;
+  one.bucket_mb = 1000;  // all six parameters in one bucket
+  dist::DistributedDataParallel ddp(*replica, group, one);
+  nn::SGD reference_sgd({{reference->parameters(), 0.05, 0.0}}, {0.9});
+  nn::SGD replica_sgd({{replica->parameters(), 0.05, 0.0}}, {0.9});
+  Generator data(8);
+  const int64_t rows = kRowsPerRank * group.size();
+  const void* first_storage = nullptr;
+  for (int64_t step = 0; step < 3; ++step) {
+    const Tensor x = randn({rows, 5}, kFloat64, &data), y = randn({rows, 2}, kFloat64, &data);
+    reference_sgd.zero_grad();
+    mse(*reference, x, y).backward();
+    replica_sgd.zero_grad();  // set_to_none: ddp.backward points every .grad at its slot again
+    ddp.backward(mse(*replica, x.narrow(0, kRowsPerRank * group.rank(), kRowsPerRank),
+                     y.narrow(0, kRowsPerRank * group.rank(), kRowsPerRank)));
+    const std::vector<Tensor> a = reference->parameters(), b = replica->parameters();
+    for (size_t i = 0; i < a.size(); ++i) CHECK(test::max_abs_diff(a[i].grad(), b[i].grad()) < 1e-12);
+    reference_sgd.step();
+    replica_sgd.step();
+    if (group.size() == 1) continue;  // alone, DDP does nothing: backward's own gradients
+    // Reverse registration order: the last parameter's gradient starts the flat buffer, each next one
+    // follows it directly.
+    int64_t offset = 0;
+    for (auto it = b.rbegin(); it != b.rend(); ++it) {
+      CHECK(it->grad().storage() == b.back().grad().storage());
+      CHECK(it->grad().storage_offset() == offset);
+      offset += it->numel();
+    }
+    if (step == 0) first_storage = b[0].grad().storage().get();
+    CHECK(b[0].grad().storage().get() == first_storage);  // no new buffer per step
+  }
+}
+
+TEST_CASE("values/dist_ddp: BatchNorm buffers are rank 0's on every rank after each backward") {
+  dist::ProcessGroup& group = dist::ProcessGroup::world();
+  nn::BatchNorm2d bn(3);
+  bn.to(kFloat64);
+  dist::DistributedDataParallel ddp(bn, group);
+  Generator data(100 + static_cast<uint64_t>(group.rank()));  // each rank its own images and statistics
+  for (int step = 0; step < 2; ++step) {
+    ddp.backward(mean(square(bn.forward(randn({2, 3, 4, 4}, kFloat64, &data)))));
+    for (const Tensor& buffer : bn.buffers()) {
+      const Tensor root = buffer.clone();
+      group.broadcast(root, 0, "test: rank 0's buffer");
+      CHECK(test::max_abs_diff(root, buffer) == 0);
+    }
+  }
+  CHECK(bn.num_batches_tracked.item<int64_t>() == 2);
+  if (group.size() > 1) {  // packed: the two float64 buffers share one flat tensor, the int64 count its own
+    CHECK(bn.running_mean.storage() == bn.running_var.storage());
+    CHECK(bn.running_var.storage_offset() == 3);
+    CHECK(bn.num_batches_tracked.storage() != bn.running_mean.storage());
+  }
 }
 
 TEST_CASE("errors/dist_ddp: ranks holding different models all stop with one clear error") {
