@@ -3,12 +3,13 @@
 // the three kernels (batch_norm_kernels.h). Formulas in batch_norm.h.
 #include "ops/batch_norm/batch_norm.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "autograd/function.h"
 #include "core/factories.h"
 #include "ops/batch_norm/batch_norm_kernels.h"
 #include "ops/common/checks.h"
-#include "ops/elementwise/binary.h"
-#include "ops/elementwise/unary.h"
 
 namespace minidet {
 namespace ops::detail {
@@ -24,13 +25,13 @@ Tensor vector_contiguous(const Tensor& t) { return t.defined() ? t.contiguous() 
 }  // namespace
 
 BatchNormSums channel_moments(const Tensor& u, const Tensor& v, const Tensor& u_center_any,
-                              const Tensor& v_center_any) {
+                              const Tensor& v_center_any, double scale) {
   const Tensor u_center = vector_contiguous(u_center_any), v_center = vector_contiguous(v_center_any);
   BatchNormSums sums{empty({u.size(1)}, u.options()), empty({u.size(1)}, u.options())};
   MINIDET_DISPATCH_FLOATING(u.dtype(), "batch_norm2d", [&] {
     const MomentsArgs<scalar_t> args{u.size(0), u.size(1), u.size(2) * u.size(3), u.data<scalar_t>(),
                                      v.data<scalar_t>(), maybe<scalar_t>(u_center), maybe<scalar_t>(v_center),
-                                     sums.sum_u.data<scalar_t>(), sums.sum_uv.data<scalar_t>()};
+                                     sums.sum_u.data<scalar_t>(), sums.sum_uv.data<scalar_t>(), scale};
     if (u.is_cuda()) {
 #if MINIDET_WITH_CUDA
       channel_moments_cuda(args, u.device());
@@ -80,6 +81,84 @@ Tensor batch_norm_backward_input(const Tensor& dy, const Tensor& x, const Tensor
   return dx;
 }
 
+namespace {
+
+struct ScaleShift {
+  Tensor mean, invstd, scale, shift;  // mean: a copy of the mean given, when asked for
+};
+
+// channel_scale_shift (batch_norm_kernels.h) on C-vectors: normalise with `mean` and `var`; when
+// running_mean and running_var are defined, they are updated in place (training).
+ScaleShift channel_scale_shift(const Tensor& mean_any, const Tensor& var_any, const Tensor& weight_any,
+                               const Tensor& bias_any, double eps, const Tensor& running_mean,
+                               const Tensor& running_var, double momentum, double unbias, bool copy_mean) {
+  const Tensor mean = mean_any.contiguous(), var = var_any.contiguous(), weight = vector_contiguous(weight_any),
+               bias = vector_contiguous(bias_any);
+  // The kernel writes the running statistics through their pointers: a strided buffer is updated through a
+  // contiguous copy, written back below.
+  const Tensor rm = vector_contiguous(running_mean), rv = vector_contiguous(running_var);
+  const int64_t channels = mean.numel();
+  ScaleShift out{copy_mean ? empty({channels}, mean.options()) : Tensor(), empty({channels}, mean.options()),
+                 empty({channels}, mean.options()), empty({channels}, mean.options())};
+  MINIDET_DISPATCH_FLOATING(mean.dtype(), "batch_norm2d", [&] {
+    const ScaleShiftArgs<scalar_t> args{channels,
+                                        mean.data<scalar_t>(),
+                                        var.data<scalar_t>(),
+                                        maybe<scalar_t>(weight),
+                                        maybe<scalar_t>(bias),
+                                        eps,
+                                        momentum,
+                                        unbias,
+                                        rm.defined() ? rm.data<scalar_t>() : nullptr,
+                                        rv.defined() ? rv.data<scalar_t>() : nullptr,
+                                        out.mean.defined() ? out.mean.data<scalar_t>() : nullptr,
+                                        out.invstd.data<scalar_t>(),
+                                        out.scale.data<scalar_t>(),
+                                        out.shift.data<scalar_t>()};
+    if (mean.is_cuda()) {
+#if MINIDET_WITH_CUDA
+      channel_scale_shift_cuda(args, mean.device());
+#endif
+    } else {
+      channel_scale_shift_cpu(args);
+    }
+  });
+  for (const auto& [buffer, written] : {std::pair{running_mean, rm}, std::pair{running_var, rv}}) {
+    if (!buffer.defined()) continue;
+    if (!written.is_same(buffer)) buffer.copy_(written);  // copy_ bumps the version
+    else buffer.bump_version();  // written in place: saved copies of it are stale now
+  }
+  return out;
+}
+
+struct BackwardCoefficients {
+  Tensor grad_weight, k, mean_dy, mean_dy_xhat;
+};
+
+BackwardCoefficients backward_coefficients(const BatchNormSums& sums, const Tensor& invstd, const Tensor& weight_any,
+                                           int64_t count) {
+  const Tensor weight = vector_contiguous(weight_any);
+  const int64_t channels = invstd.numel();
+  BackwardCoefficients out{empty({channels}, invstd.options()), empty({channels}, invstd.options()),
+                           empty({channels}, invstd.options()), empty({channels}, invstd.options())};
+  MINIDET_DISPATCH_FLOATING(invstd.dtype(), "batch_norm2d", [&] {
+    const BackwardCoefficientsArgs<scalar_t> args{
+        channels,           1.0 / static_cast<double>(count), sums.sum_u.data<scalar_t>(),
+        sums.sum_uv.data<scalar_t>(), invstd.data<scalar_t>(), maybe<scalar_t>(weight),
+        out.grad_weight.data<scalar_t>(), out.k.data<scalar_t>(), out.mean_dy.data<scalar_t>(),
+        out.mean_dy_xhat.data<scalar_t>()};
+    if (invstd.is_cuda()) {
+#if MINIDET_WITH_CUDA
+      backward_coefficients_cuda(args, invstd.device());
+#endif
+    } else {
+      backward_coefficients_cpu(args);
+    }
+  });
+  return out;
+}
+
+}  // namespace
 }  // namespace ops::detail
 
 namespace {
@@ -120,25 +199,22 @@ Tensor batch_norm2d(const Tensor& input, const Tensor& running_mean, const Tenso
   {
     NoGradGuard raw;
     x = input.contiguous();
+    // Training: the batch's mean, then its biased variance about that mean (two passes, for accuracy), and
+    // the running statistics move towards them (with the unbiased variance). Eval: the running statistics,
+    // copied (mean_copy), so that a later training step updating them in place cannot touch this graph.
     Tensor var;
     if (training) {
-      mean = div(ops::detail::channel_moments(x, x, Tensor(), Tensor()).sum_u, static_cast<double>(count));
-      var = div(ops::detail::channel_moments(x, x, mean, mean).sum_uv, static_cast<double>(count));
-      if (running_mean.defined()) {  // in place, outside the graph; copy_ bumps their versions
-        Tensor running_mean_buffer = running_mean, running_var_buffer = running_var;
-        running_mean_buffer.copy_(add(mul(running_mean, 1.0 - momentum), mul(mean, momentum)));
-        const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
-        running_var_buffer.copy_(add(mul(running_var, 1.0 - momentum), mul(var, momentum * unbias)));
-      }
-    } else {
-      // Copies, so that a later training step updating the buffers in place cannot touch this graph.
-      mean = running_mean.clone();
-      var = running_var;
+      const double per_value = 1.0 / static_cast<double>(count);
+      mean = ops::detail::channel_moments(x, x, Tensor(), Tensor(), per_value).sum_u;
+      var = ops::detail::channel_moments(x, x, mean, mean, per_value).sum_uv;
     }
-    invstd = div(1.0, sqrt(add(var, eps)));
-    const Tensor scale = weight.defined() ? mul(weight, invstd) : invstd;
-    const Tensor shift = bias.defined() ? sub(bias, mul(mean, scale)) : neg(mul(mean, scale));
-    output = ops::detail::channel_affine(x, scale, shift);
+    const double unbias = static_cast<double>(count) / static_cast<double>(std::max<int64_t>(1, count - 1));
+    const ops::detail::ScaleShift coefficients = ops::detail::channel_scale_shift(
+        training ? mean : running_mean, training ? var : running_var, weight, bias, eps,
+        training ? running_mean : Tensor(), training ? running_var : Tensor(), momentum, unbias, !training);
+    if (!training) mean = coefficients.mean;
+    invstd = coefficients.invstd;
+    output = ops::detail::channel_affine(x, coefficients.scale, coefficients.shift);
   }
   autograd::record(op, {input, weight, bias}, {output}, {x, weight, mean, invstd},
                    [training, count](autograd::BackwardContext& ctx, const autograd::TensorList& grads)
@@ -147,16 +223,15 @@ Tensor batch_norm2d(const Tensor& input, const Tensor& running_mean, const Tenso
                                   invstd = ctx.saved(3);
                      const Tensor dy = grads[0].contiguous();
                      const ops::detail::BatchNormSums sums = ops::detail::channel_moments(dy, x, Tensor(), mean);
-                     const Tensor sum_dy_xhat = mul(sums.sum_uv, invstd);  // sum(dy * xhat)
-                     const Tensor k = gamma.defined() ? mul(gamma, invstd) : invstd;
+                     const ops::detail::BackwardCoefficients c =
+                         ops::detail::backward_coefficients(sums, invstd, gamma, count);
                      Tensor dx;
                      if (ctx.needs_input_grad(0)) {
-                       dx = training ? ops::detail::batch_norm_backward_input(
-                                           dy, x, mean, invstd, k, div(sums.sum_u, static_cast<double>(count)),
-                                           div(sum_dy_xhat, static_cast<double>(count)))
-                                     : ops::detail::channel_affine(dy, k, Tensor());
+                       dx = training ? ops::detail::batch_norm_backward_input(dy, x, mean, invstd, c.k, c.mean_dy,
+                                                                              c.mean_dy_xhat)
+                                     : ops::detail::channel_affine(dy, c.k, Tensor());
                      }
-                     return {dx, ctx.needs_input_grad(1) ? sum_dy_xhat : Tensor(),
+                     return {dx, ctx.needs_input_grad(1) ? c.grad_weight : Tensor(),
                              ctx.needs_input_grad(2) ? sums.sum_u : Tensor()};
                    });
   return output;
@@ -178,9 +253,10 @@ Tensor frozen_batch_norm2d(const Tensor& input, const Tensor& weight, const Tens
   Tensor scale, output;
   {
     NoGradGuard raw;  // the parameters are constants here, even if a caller marked them requires_grad
-    scale = mul(weight, div(1.0, sqrt(add(running_var, eps))));
-    const Tensor shift = sub(bias, mul(running_mean, scale));
-    output = ops::detail::channel_affine(input.contiguous(), scale, shift);
+    const ops::detail::ScaleShift coefficients = ops::detail::channel_scale_shift(
+        running_mean, running_var, weight, bias, eps, Tensor(), Tensor(), 0.0, 1.0, false);
+    scale = coefficients.scale;
+    output = ops::detail::channel_affine(input.contiguous(), scale, coefficients.shift);
   }
   autograd::record(op, {input}, {output}, {scale},
                    [](autograd::BackwardContext& ctx, const autograd::TensorList& grads) -> autograd::TensorList {

@@ -21,8 +21,8 @@ void channel_moments_cpu(const MomentsArgs<T>& a) {
         sum_uv += (u - u_center) * (static_cast<double>(a.v[base + k]) - v_center);
       }
     }
-    a.sum_u[c] = static_cast<T>(sum_u);
-    a.sum_uv[c] = static_cast<T>(sum_uv);
+    a.sum_u[c] = static_cast<T>(sum_u * a.scale);
+    a.sum_uv[c] = static_cast<T>(sum_uv * a.scale);
   }
 }
 
@@ -55,11 +55,25 @@ void batch_norm_backward_cpu(const BackwardArgs<T>& a) {
   }
 }
 
+template <typename T>
+void channel_scale_shift_cpu(const ScaleShiftArgs<T>& a) {
+  for (int64_t c = 0; c < a.channels; ++c) scale_shift_channel(a, c);
+}
+
+template <typename T>
+void backward_coefficients_cpu(const BackwardCoefficientsArgs<T>& a) {
+  for (int64_t c = 0; c < a.channels; ++c) backward_coefficients_channel(a, c);
+}
+
 template void channel_moments_cpu<float>(const MomentsArgs<float>&);
 template void channel_moments_cpu<double>(const MomentsArgs<double>&);
 template void channel_affine_cpu<float>(const AffineArgs<float>&);
 template void channel_affine_cpu<double>(const AffineArgs<double>&);
 template void batch_norm_backward_cpu<float>(const BackwardArgs<float>&);
 template void batch_norm_backward_cpu<double>(const BackwardArgs<double>&);
+template void channel_scale_shift_cpu<float>(const ScaleShiftArgs<float>&);
+template void channel_scale_shift_cpu<double>(const ScaleShiftArgs<double>&);
+template void backward_coefficients_cpu<float>(const BackwardCoefficientsArgs<float>&);
+template void backward_coefficients_cpu<double>(const BackwardCoefficientsArgs<double>&);
 
 }  // namespace minidet::ops::detail

@@ -6,7 +6,8 @@
 // stride of blockDim (coalesced, no division per element) and sum in float64; the block adds its threads'
 // sums with a fixed tree in shared memory and writes one partial pair. A second kernel adds each channel's
 // partials in split order. No atomics: the same input gives the same bits every run.
-// The elementwise kernels: one thread per element.
+// The elementwise kernels: one thread per element. The per-channel algebra: one thread per channel, running
+// the same function as the CPU (batch_norm_kernels.h).
 #include <algorithm>
 
 #include "core/cuda/check.h"
@@ -68,8 +69,8 @@ __global__ void channel_moments_finish_kernel(MomentsArgs<T> a, const double* pa
       sum_u += partial[c * splits + s];
       sum_uv += partial[(a.channels + c) * splits + s];
     }
-    a.sum_u[c] = static_cast<T>(sum_u);
-    a.sum_uv[c] = static_cast<T>(sum_uv);
+    a.sum_u[c] = static_cast<T>(sum_u * a.scale);
+    a.sum_uv[c] = static_cast<T>(sum_uv * a.scale);
   }
 }
 
@@ -90,7 +91,33 @@ __global__ void batch_norm_backward_kernel(int64_t n, BackwardArgs<T> a) {
   }
 }
 
+template <typename T>
+__global__ void channel_scale_shift_kernel(ScaleShiftArgs<T> a) {
+  MINIDET_KERNEL_LOOP(c, a.channels) scale_shift_channel(a, c);
+}
+
+template <typename T>
+__global__ void backward_coefficients_kernel(BackwardCoefficientsArgs<T> a) {
+  MINIDET_KERNEL_LOOP(c, a.channels) backward_coefficients_channel(a, c);
+}
+
 }  // namespace
+
+template <typename T>
+void channel_scale_shift_cuda(const ScaleShiftArgs<T>& a, const Device& device) {
+  cuda::DeviceGuard guard(device);
+  if (a.channels == 0) return;
+  channel_scale_shift_kernel<T><<<cuda::blocks_for(a.channels), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(a);
+  MINIDET_CUDA_LAUNCH_CHECK("channel_scale_shift_kernel");
+}
+
+template <typename T>
+void backward_coefficients_cuda(const BackwardCoefficientsArgs<T>& a, const Device& device) {
+  cuda::DeviceGuard guard(device);
+  if (a.channels == 0) return;
+  backward_coefficients_kernel<T><<<cuda::blocks_for(a.channels), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(a);
+  MINIDET_CUDA_LAUNCH_CHECK("backward_coefficients_kernel");
+}
 
 template <typename T>
 void channel_moments_cuda(const MomentsArgs<T>& a, const Device& device) {
@@ -133,5 +160,9 @@ template void channel_affine_cuda<float>(const AffineArgs<float>&, const Device&
 template void channel_affine_cuda<double>(const AffineArgs<double>&, const Device&);
 template void batch_norm_backward_cuda<float>(const BackwardArgs<float>&, const Device&);
 template void batch_norm_backward_cuda<double>(const BackwardArgs<double>&, const Device&);
+template void channel_scale_shift_cuda<float>(const ScaleShiftArgs<float>&, const Device&);
+template void channel_scale_shift_cuda<double>(const ScaleShiftArgs<double>&, const Device&);
+template void backward_coefficients_cuda<float>(const BackwardCoefficientsArgs<float>&, const Device&);
+template void backward_coefficients_cuda<double>(const BackwardCoefficientsArgs<double>&, const Device&);
 
 }  // namespace minidet::ops::detail

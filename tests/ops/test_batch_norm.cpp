@@ -42,6 +42,19 @@ TEST_CASE("values/batch_norm2d: training normalizes with the biased variance and
   CHECK(running_mean.item() == doctest::Approx(0.3).epsilon(1e-12));  // eval leaves them alone
 }
 
+TEST_CASE("values/batch_norm2d: running statistics held in strided views are updated in place") {
+  // Column 0 of a (3, 2) tensor: stride 2. The kernel writes through a contiguous copy, copied back.
+  const Tensor x = random({2, 3, 2, 2}, kFloat64, 5, 2.0, 1.0);
+  const Tensor stats = zeros({3, 2}, kFloat64), running_var = ones({3}, kFloat64);
+  const Tensor strided_mean = stats.select(1, 0), contiguous_mean = zeros({3}, kFloat64);
+  REQUIRE(!strided_mean.is_contiguous());
+  batch_norm2d(x, strided_mean, running_var.clone(), Tensor(), Tensor(), true, 0.1, 1e-5);
+  batch_norm2d(x, contiguous_mean, running_var.clone(), Tensor(), Tensor(), true, 0.1, 1e-5);
+  CHECK(test::max_abs_diff(strided_mean, contiguous_mean) == 0);
+  CHECK(test::max_abs_diff(stats.select(1, 1), zeros({3}, kFloat64)) == 0);  // the other column untouched
+  CHECK(test::max_abs_diff(contiguous_mean, zeros({3}, kFloat64)) > 0.05);  // it did move (mean about 1)
+}
+
 TEST_CASE("values/frozen_batch_norm2d: fixed scale and shift") {
   const Tensor x = from_vector<double>({1, 2, 3, 4}, {1, 2, 1, 2});
   const Tensor y = frozen_batch_norm2d(x, from_vector<double>({2, 1}), from_vector<double>({0, 1}),
