@@ -1,6 +1,7 @@
 #include "autograd/node.h"
 
 #include <atomic>
+#include <utility>
 
 #include "core/accumulate.h"
 
@@ -44,6 +45,15 @@ Node::~Node() {
   }
 }
 
+namespace {
+// This handle is the tensor's only one, and the tensor is its storage's only view, all of it.
+bool owns_its_memory(const Tensor& t) {
+  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && !t.requires_grad() &&
+         t.is_contiguous() && t.storage_offset() == 0 &&
+         t.storage()->nbytes() == static_cast<size_t>(t.numel()) * element_size(t.dtype());
+}
+}  // namespace
+
 AccumulateGrad::AccumulateGrad(const Tensor& leaf) : Node("AccumulateGrad"), leaf_(leaf) {
   input_meta.push_back(TensorMeta::of(leaf));
   output_meta.push_back(TensorMeta::of(leaf));
@@ -51,16 +61,19 @@ AccumulateGrad::AccumulateGrad(const Tensor& leaf) : Node("AccumulateGrad"), lea
 }
 
 TensorList AccumulateGrad::apply(TensorList grad_outputs) {
-  Tensor grad = grad_outputs.at(0);
+  Tensor grad = std::move(grad_outputs.at(0));
   for (const GradHook& hook : leaf_.autograd_meta().hooks) {
     Tensor replaced = hook(grad);
     if (replaced.defined()) grad = replaced;
   }
   AutogradMeta& meta = leaf_.autograd_meta();
   if (!meta.grad.defined()) {
-    // A fresh copy: the incoming tensor may be shared with other nodes' buffers, and the user may later
-    // modify .grad in place (zero_grad, clipping).
-    meta.grad = grad.clone();
+    // The user may later modify .grad in place (zero_grad, clipping, an optimizer's weight decay), so .grad
+    // must be memory nobody else sees. The incoming tensor often is already (a backward's fresh result that
+    // only this call holds): then it becomes .grad as it is, as in PyTorch, saving a copy kernel per
+    // parameter per step. Otherwise (a hook kept it, another node's buffer shares it, it views a larger
+    // buffer) a fresh copy.
+    meta.grad = owns_its_memory(grad) && grad.sizes() == leaf_.sizes() ? grad : grad.clone();
   } else {
     add_into(meta.grad, grad);
   }

@@ -18,6 +18,14 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Optimizer(std:
 }
 
 void Adam::step() {
+  // Consecutive parameters that take the same step (same group settings and step count: usually all of them)
+  // are updated together, which on the GPU is one launch for up to 48 of them (adam_update_many).
+  std::vector<detail::AdamTensors> run;
+  detail::AdamStep run_step{};
+  const auto same = [](const detail::AdamStep& a, const detail::AdamStep& b) {
+    return a.lr == b.lr && a.weight_decay == b.weight_decay && a.bias_correction1 == b.bias_correction1 &&
+           a.bias_correction2 == b.bias_correction2;  // the rest comes from options_, the same for all
+  };
   for_each_param_with_grad([&](const ParamGroup& group, size_t g, size_t i, const Tensor& p, const Tensor& grad) {
     ParamState& s = state_[g][i];
     follow_param(s.exp_avg, p);
@@ -28,11 +36,17 @@ void Adam::step() {
     }
     ++s.step;
     const double t = static_cast<double>(s.step);
-    detail::adam_update(p, grad, s.exp_avg, s.exp_avg_sq,
-                        {group.lr, options_.beta1, options_.beta2, options_.eps, group.weight_decay,
-                         options_.decoupled_weight_decay, 1 - std::pow(options_.beta1, t),
-                         1 - std::pow(options_.beta2, t)});
+    const detail::AdamStep step{group.lr, options_.beta1, options_.beta2, options_.eps, group.weight_decay,
+                                options_.decoupled_weight_decay, 1 - std::pow(options_.beta1, t),
+                                1 - std::pow(options_.beta2, t)};
+    if (!run.empty() && !same(step, run_step)) {
+      detail::adam_update_many(run, run_step);
+      run.clear();
+    }
+    run_step = step;
+    run.push_back({p, grad, s.exp_avg, s.exp_avg_sq});
   });
+  if (!run.empty()) detail::adam_update_many(run, run_step);
 }
 
 NamedTensors Adam::state() const {

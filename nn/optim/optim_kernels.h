@@ -2,6 +2,8 @@
 // CPU loops and CUDA kernels implement the same per-element formulas (see sgd.h and adam.h).
 #pragma once
 
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace minidet::nn::detail {
@@ -18,10 +20,20 @@ struct AdamStep {
   double bias_correction1, bias_correction2;  // 1 - beta^t
 };
 
+struct AdamTensors {
+  Tensor param, grad, exp_avg, exp_avg_sq;
+};
+
 // momentum_buffer may be undefined when momentum == 0.
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const AdamStep& s);
+
+// The same step for many parameters (a multi-tensor apply): on the GPU one launch per
+// kAdamTensorsPerLaunch parameters, where one launch each is 50 launches for the detector's optimizer step.
+// The parameters may lie on different devices or have different dtypes; each run of one device and dtype is
+// launched together. Each element's arithmetic is adam_element, as in adam_update.
+void adam_update_many(const std::vector<AdamTensors>& tensors, const AdamStep& s);
 
 void sgd_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
 void adam_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
@@ -30,6 +42,9 @@ void adam_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_
 void sgd_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
 void adam_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                       const AdamStep& s);
+constexpr int kAdamTensorsPerLaunch = 48;  // their pointers travel as kernel parameters (at most 4 KB)
+// tensors: at most kAdamTensorsPerLaunch, all on one GPU, of one dtype, checked by adam_update_many.
+void adam_update_many_cuda(const std::vector<AdamTensors>& tensors, const AdamStep& s);
 #endif
 
 }  // namespace minidet::nn::detail

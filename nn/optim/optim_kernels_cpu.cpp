@@ -56,12 +56,45 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, cons
   param.bump_version();
 }
 
-void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamStep& s) {
+namespace {
+void check_adam(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v) {
   check_like_param("adam", param, grad, "the gradient");
   check_like_param("adam", param, m, "exp_avg");
   check_like_param("adam", param, v, "exp_avg_sq");
   MINIDET_CHECK(grad.is_contiguous() && grad.sizes() == param.sizes(), "adam: gradient of shape ", grad.sizes(),
                 " does not match the parameter ", param.sizes(), " (or is not contiguous)");
+}
+}  // namespace
+
+void adam_update_many(const std::vector<AdamTensors>& tensors, const AdamStep& s) {
+  for (const AdamTensors& t : tensors) check_adam(t.param, t.grad, t.exp_avg, t.exp_avg_sq);
+#if MINIDET_WITH_CUDA
+  // Runs of one GPU and dtype, cut into launches of at most kAdamTensorsPerLaunch.
+  std::vector<AdamTensors> run;
+  const auto flush = [&] {
+    if (!run.empty()) adam_update_many_cuda(run, s);
+    run.clear();
+  };
+  for (const AdamTensors& t : tensors) {
+    if (!t.param.is_cuda()) {
+      flush();
+      adam_update_cpu(t.param, t.grad, t.exp_avg, t.exp_avg_sq, s);
+      continue;
+    }
+    if (!run.empty() && (run.size() == kAdamTensorsPerLaunch || run[0].param.device() != t.param.device() ||
+                         run[0].param.dtype() != t.param.dtype()))
+      flush();
+    run.push_back(t);
+  }
+  flush();
+#else
+  for (const AdamTensors& t : tensors) adam_update_cpu(t.param, t.grad, t.exp_avg, t.exp_avg_sq, s);
+#endif
+  for (const AdamTensors& t : tensors) t.param.bump_version();
+}
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamStep& s) {
+  check_adam(param, grad, m, v);
   if (param.is_cuda()) {
 #if MINIDET_WITH_CUDA
     adam_update_cuda(param, grad, m, v, s);

@@ -10,7 +10,8 @@
 //   loss.backward(); sgd.step(); sgd.zero_grad();
 //
 // Parameters whose .grad() is undefined are skipped (they took no part in this step's loss). Updates run
-// under no-grad through fused kernels (one pass per parameter: read p, g and state, write p and state).
+// under no-grad through fused kernels (one pass per parameter: read p, g and state, write p and state; Adam
+// updates up to 48 parameters per launch on the GPU, see optim_kernels.h).
 // state() names every state tensor for checkpoints; load_state() checks them all before changing any.
 #pragma once
 

@@ -121,6 +121,31 @@ TEST_CASE("values/engine: hooks inspect and replace gradients") {
   CHECK(g[1] == doctest::Approx(2.0 * 10 * 3 + 1));
 }
 
+TEST_CASE("values/engine: a gradient nothing else holds becomes .grad without a copy and a held one is copied") {
+  // Taken as it is: the leaf hook's fresh result is held by nothing but the engine once the hook returns.
+  Tensor x = leaf({1.0, 2.0});
+  const void* fresh = nullptr;
+  autograd::register_hook(x, [&](const Tensor& g) {
+    Tensor r = g * 1.0;
+    fresh = r.data<double>();
+    return r;
+  });
+  sum(x * 2.0).backward();
+  CHECK(static_cast<const void*>(x.grad().data<double>()) == fresh);
+  // Copied: a hook keeps the incoming gradient, so changing .grad in place must leave the kept one alone.
+  Tensor y = leaf({1.0, 2.0});
+  Tensor kept;
+  autograd::register_hook(y, [&](const Tensor& g) {
+    kept = g;
+    return Tensor();
+  });
+  sum(y * 2.0).backward();
+  CHECK(y.grad().data<double>() != kept.data<double>());
+  autograd::zero_grad(y, /*set_to_none=*/false);
+  CHECK(kept.to_vector<double>() == std::vector<double>{2.0, 2.0});
+  CHECK(grad_of(y) == std::vector<double>{0.0, 0.0});
+}
+
 TEST_CASE("values/engine: a post-accumulate hook runs once per backward, after the summed gradient is stored") {
   Tensor w = leaf({1.0, 2.0});
   Tensor b = leaf({0.5});
