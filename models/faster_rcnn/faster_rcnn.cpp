@@ -1,6 +1,7 @@
 // FasterRCNN: the blocks strung together, and the checks at the detector's boundary (see faster_rcnn.h).
 #include "models/faster_rcnn/faster_rcnn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <utility>
@@ -123,9 +124,31 @@ Losses FasterRCNN::forward_train(const Tensor& images, const std::vector<Tensor>
   check_target_shapes(op, images.size(0), boxes_in, labels_in);
   check_target_values(op, boxes_in, labels_in, sizes, config_.num_classes, config_.box_tolerance);
   std::vector<Tensor> boxes, labels;
-  for (size_t n = 0; n < boxes_in.size(); ++n) {
-    boxes.push_back(boxes_in[n].detach().to(images.options()));
-    labels.push_back(labels_in[n].to(images.device()));
+  const auto elsewhere = [&](const Tensor& t) {
+    return t.device() == boxes_in[0].device() && t.device() != images.device();
+  };
+  if (!boxes_in.empty() && std::all_of(boxes_in.begin(), boxes_in.end(), elsewhere) &&
+      std::all_of(labels_in.begin(), labels_in.end(), elsewhere)) {
+    // Targets from the loader (CPU) reach the device as two copies, all boxes and all labels, each image's
+    // being views of them: one copy per tensor would be 2 x batch API calls and staging copies per step.
+    std::vector<Tensor> all_boxes, all_labels;
+    for (size_t n = 0; n < boxes_in.size(); ++n) {
+      all_boxes.push_back(boxes_in[n].detach().to(images.dtype()));
+      all_labels.push_back(labels_in[n]);
+    }
+    const Tensor boxes_there = cat(all_boxes, 0).to(images.device());
+    const Tensor labels_there = cat(all_labels, 0).to(images.device());
+    int64_t offset = 0;
+    for (const Tensor& b : boxes_in) {
+      boxes.push_back(boxes_there.narrow(0, offset, b.size(0)));
+      labels.push_back(labels_there.narrow(0, offset, b.size(0)));
+      offset += b.size(0);
+    }
+  } else {
+    for (size_t n = 0; n < boxes_in.size(); ++n) {
+      boxes.push_back(boxes_in[n].detach().to(images.options()));
+      labels.push_back(labels_in[n].to(images.device()));
+    }
   }
   Generator& gen = generator ? *generator : default_generator();
 

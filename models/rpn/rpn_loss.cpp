@@ -1,5 +1,8 @@
 #include "models/rpn/rpn_loss.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "core/factories.h"
 #include "models/box_coder/box_coder.h"
 #include "models/matcher/matcher.h"
@@ -35,15 +38,6 @@ void check_anchors_and_boxes(const char* op, const Tensor& anchors, const std::v
   }
 }
 
-// gt[matches] for every anchor, as onehot(matches) @ gt: (K, M) @ (M, 4) -> (K, 4).
-Tensor take_matched(const Tensor& gt, const Tensor& matches) {
-  const int64_t m = gt.size(0);
-  if (m == 0) return zeros({matches.size(0), 4}, gt.options());
-  const Tensor columns = arange(static_cast<double>(m), TensorOptions(kInt64, gt.device()));
-  const Tensor one_hot = eq(matches.unsqueeze(1), columns.unsqueeze(0)).to(gt.dtype());
-  return mm(one_hot, gt);
-}
-
 }  // namespace
 
 RPNTargets rpn_targets(const Tensor& anchors, const std::vector<Tensor>& gt_boxes, const RPNLossOptions& options) {
@@ -52,21 +46,34 @@ RPNTargets rpn_targets(const Tensor& anchors, const std::vector<Tensor>& gt_boxe
   const Matcher matcher(options.fg_iou_threshold, options.bg_iou_threshold, /*allow_low_quality_matches=*/true);
   const BoxCoder coder(options.box_coder_weights);
   const Tensor anchor_boxes = anchors.detach();
-  std::vector<Tensor> labels, matched;
-  for (const Tensor& gt_in : gt_boxes) {
-    const Tensor gt = gt_in.detach();
-    const MatchResult match = matcher(box_iou(gt, anchor_boxes));
-    const Tensor positive = eq(match.labels, static_cast<double>(Matcher::kPositive)).unsqueeze(1);
-    labels.push_back(match.labels);
-    matched.push_back(where(positive, take_matched(gt, match.matches), anchor_boxes));
-  }
   const int64_t images = static_cast<int64_t>(gt_boxes.size()), k = anchors.size(0);
+  const TensorOptions index_options(kInt64, anchors.device());
   if (images == 0)
-    return {zeros({0, k}, TensorOptions(kInt64, anchors.device())), zeros({0, k, 4}, anchors.options()),
-            zeros({0, k, 4}, anchors.options())};
+    return {zeros({0, k}, index_options), zeros({0, k, 4}, anchors.options()), zeros({0, k, 4}, anchors.options())};
+  // All images in one pass (one IoU, one Matcher call: a fixed number of kernels for any batch), their objects
+  // padded to the most any image has, W, with the empty box (0, 0, 0, 0). Its IoU with every anchor is 0, so
+  // it never beats a real object (a tie at 0 goes to the first row, a real one), never makes a low-quality
+  // match (the Matcher skips objects whose best overlap is 0) and leaves an image without objects all
+  // background: what one Matcher call per image would give (tested).
+  int64_t widest = 1;
+  for (const Tensor& gt : gt_boxes) widest = std::max(widest, gt.size(0));
+  const Tensor padding = zeros({widest, 4}, anchors.options());
+  std::vector<Tensor> rows;
+  for (const Tensor& gt : gt_boxes) {
+    rows.push_back(gt.detach());
+    if (gt.size(0) < widest) rows.push_back(narrow(padding, 0, 0, widest - gt.size(0)));
+  }
+  const Tensor padded = cat(rows, 0);  // (B * W, 4)
+  const MatchResult match = matcher(box_iou(padded, anchor_boxes).view({images, widest, k}));
+  // Each anchor's matched object as onehot(matches) @ objects, per image: (B, K, W) @ (B, W, 4), exact, and
+  // unlike an index gather free of a host-side check of the indices (a synchronisation on the GPU).
+  const Tensor columns = arange(static_cast<double>(widest), index_options).view({1, 1, widest});
+  const Tensor one_hot = eq(match.matches.unsqueeze(2), columns).to(anchors.dtype());
+  const Tensor positive = eq(match.labels, static_cast<double>(Matcher::kPositive)).unsqueeze(2);
   RPNTargets targets;
-  targets.labels = stack(labels, 0);
-  targets.matched_boxes = stack(matched, 0);
+  targets.labels = match.labels;
+  targets.matched_boxes =
+      where(positive, bmm(one_hot, padded.view({images, widest, 4})), anchor_boxes.unsqueeze(0).expand({images, k, 4}));
   targets.regression = coder.encode(targets.matched_boxes, anchor_boxes.unsqueeze(0).expand({images, k, 4}));
   return targets;
 }

@@ -1,6 +1,7 @@
 // RoI heads, the parts: hand-made target assignment and sampling, loss values and gradients by hand, the
 // box head, gradient checks, inference, CUDA against the CPU, and errors. The assembled module:
 // test_roi_heads_module.cpp.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -122,6 +123,61 @@ TEST_CASE("values/roi_heads: between two thresholds a candidate is ignored and n
   CHECK(ints(s.labels) == std::vector<int64_t>{2, 1, 0, 2, 1, 0, 0, 0});
   CHECK(values(select(s.rois, 0, 2)) == std::vector<double>{0, 40, 40, 50, 50});
   CHECK(values(select(s.rois, 0, 5)) == std::vector<double>{0, 0, 0, 10, 4});
+}
+
+TEST_CASE("values/roi_heads: sampling a batch gives each image the rows it gets alone") {
+  // sample_rois matches all images at once, their candidates and objects padded: that must change nothing.
+  // With slots for every candidate (batch 1000 at fraction 1) each non-ignored candidate is sampled whatever
+  // the generator draws, so each image's rows must equal a call with that image alone. Images: 7 proposals
+  // and 2 objects; 4 proposals and none; none and 1 object; 12 proposals and 3 objects.
+  Generator data(5);
+  const auto random_boxes = [&](int64_t m) {
+    const Tensor corner = rand({m, 2}, kFloat32, &data) * 60.0;
+    return cat({corner, corner + rand({m, 2}, kFloat32, &data) * 30.0 + 4.0}, 1);
+  };
+  std::vector<Tensor> proposals, gt, labels;
+  for (const auto& [p, m] : std::vector<std::pair<int64_t, int64_t>>{{7, 2}, {4, 0}, {0, 1}, {12, 3}}) {
+    gt.push_back(random_boxes(m));
+    // Some proposals near the objects (foreground), the rest anywhere.
+    proposals.push_back(m > 0 ? cat({random_boxes(p - p / 2), add(gt.back().narrow(0, 0, 1).expand({p / 2, 4}), 1.0)}, 0)
+                              : random_boxes(p));
+    labels.push_back(from_vector<int64_t>(std::vector<int64_t>(static_cast<size_t>(m), 1 + m % 3)));
+  }
+  RoIHeadsOptions o = test::tiny_roi_heads_options();
+  o.batch_size_per_image = 1000;
+  o.positive_fraction = 1.0;
+  Generator gen(7);
+  const RoISample batch = models::sample_rois(proposals, gt, labels, o, &gen);
+  int64_t row = 0, foreground = 0;
+  for (size_t i = 0; i < gt.size(); ++i) {
+    CAPTURE(i);
+    const RoISample alone = models::sample_rois({proposals[i]}, {gt[i]}, {labels[i]}, o, &gen);
+    const int64_t k = alone.rois.size(0);
+    REQUIRE(row + k <= batch.rois.size(0));
+    CHECK(values(batch.rois.narrow(0, row, k).narrow(1, 0, 1)) == std::vector<double>(k, static_cast<double>(i)));
+    CHECK(values(batch.rois.narrow(0, row, k).narrow(1, 1, 4)) == values(alone.rois.narrow(1, 1, 4)));
+    CHECK(ints(batch.labels.narrow(0, row, k)) == ints(alone.labels));
+    CHECK(bools(batch.valid.narrow(0, row, k)) == bools(alone.valid));
+    CHECK(values(batch.regression_targets.narrow(0, row, k)) == values(alone.regression_targets));
+    for (int64_t label : ints(alone.labels)) foreground += label > 0;
+    row += k;
+  }
+  CHECK(row == batch.rois.size(0));
+  CHECK(foreground >= 6);  // the objects themselves at least: the comparison covers foreground rows
+  // With few slots the sample is random, but how many rows are valid is not (min(quota, available) per
+  // kind): padding must never take a slot.
+  o.batch_size_per_image = 6;
+  o.positive_fraction = 0.25;
+  const RoISample small = models::sample_rois(proposals, gt, labels, o, &gen);
+  row = 0;
+  for (size_t i = 0; i < gt.size(); ++i) {
+    CAPTURE(i);
+    const RoISample alone = models::sample_rois({proposals[i]}, {gt[i]}, {labels[i]}, o, &gen);
+    const int64_t k = alone.rois.size(0);
+    const auto count = [](const std::vector<bool>& v) { return std::count(v.begin(), v.end(), true); };
+    CHECK(count(bools(small.valid.narrow(0, row, k))) == count(bools(alone.valid)));
+    row += k;
+  }
 }
 
 TEST_CASE("values/roi_heads: images without proposals or objects give empty samples") {

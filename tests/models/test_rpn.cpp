@@ -121,6 +121,29 @@ TEST_CASE("values/rpn: targets by hand for three images") {
   CHECK(t.matched_boxes.select(0, 0).select(0, 3).to_vector<double>() == std::vector<double>{0, 0, 20, 20});  // the anchor
 }
 
+TEST_CASE("values/rpn: targets of a batch equal each image's targets alone") {
+  // rpn_targets pads the images' objects to the most any image has with empty boxes: that must change
+  // nothing. Random anchors and objects (0, 1, 4 and 2 per image), float32, compared with one call per image.
+  Generator gen(21);
+  const auto random_boxes = [&](int64_t m, double size) {
+    const Tensor corner = rand({m, 2}, kFloat32, &gen) * 100.0;
+    return cat({corner, corner + rand({m, 2}, kFloat32, &gen) * size + 2.0}, 1);
+  };
+  const Tensor anchors = random_boxes(300, 40.0);
+  const std::vector<Tensor> gt = {random_boxes(0, 30), random_boxes(1, 30), random_boxes(4, 30), random_boxes(2, 30)};
+  const RPNTargets batch = models::rpn_targets(anchors, gt);
+  for (size_t n = 0; n < gt.size(); ++n) {
+    CAPTURE(n);
+    const RPNTargets alone = models::rpn_targets(anchors, {gt[n]});
+    const int64_t i = static_cast<int64_t>(n);
+    CHECK(batch.labels.select(0, i).to_vector<int64_t>() == alone.labels.select(0, 0).to_vector<int64_t>());
+    CHECK(test::max_abs_diff(batch.matched_boxes.select(0, i), alone.matched_boxes.select(0, 0)) == 0);
+    CHECK(test::max_abs_diff(batch.regression.select(0, i), alone.regression.select(0, 0)) == 0);
+  }
+  CHECK(batch.labels.select(0, 0).to_vector<int64_t>() == std::vector<int64_t>(300, 0));  // no objects
+  CHECK(test::max_abs_diff(batch.labels.select(0, 2).to(kFloat32), zeros({300})) > 0);     // some matched
+}
+
 TEST_CASE("values/rpn: losses by hand when every labelled anchor is sampled") {
   // batch_size_per_image 10 >= 5 anchors with at most 2 positives: every non-ignored anchor is sampled,
   // whatever the generator draws. Sampled: image 0 a0 a2 (pos) a3 a4; image 1 a1 (pos) a2 a4; image 2 all
