@@ -42,10 +42,11 @@
 // random priorities); both kinds are counted here.
 // - training: device-to-host 1 in roi_align (its check of the rois' values, unless
 //   options.check_proposal_values is off), and 1 more when
-//   options.check_targets is on (one combined check of every image's labels and boxes); host-to-device 4:
-//   the candidates' positions 0..B-1 (one arange, sliced for every use), each image's candidate count (all
-//   images are matched at once, padded: the counts mark the padding), the sampler's priorities (one
-//   sampler call for all images, their labels padded with "ignored"), and the loss's class ids. The rest
+//   options.check_targets is on (one combined check of every image's labels and boxes); host-to-device 5:
+//   the candidates' positions 0..B-1 (one arange, sliced for every use), each image's candidate count and
+//   the images' indices (all images are matched and their slots filled at once, padded: the counts mark the
+//   padding), the sampler's priorities (one sampler call for all images, their labels padded with
+//   "ignored"), and the loss's class ids. Each is a small staged copy that does not wait. The rest
 //   has no data-dependent shape: the slot selection is a topk of integer keys, the gathers are exact one-hot
 //   products (index_select would check its indices on the host), the classifier loss is log_softmax with a
 //   one-hot (cross_entropy would check its targets on the host), and the count of sampled rows lives in the

@@ -6,6 +6,7 @@
 
 #include "core/factories.h"
 #include "models/box_coder/box_coder.h"
+#include "models/common/take_rows.h"
 #include "models/matcher/matcher.h"
 #include "models/roi_heads/roi_heads.h"
 #include "models/roi_heads/roi_inputs.h"
@@ -26,13 +27,6 @@ namespace minidet::models {
 namespace {
 
 Tensor logical_and(const Tensor& a, const Tensor& b) { return where(a, b, a); }
-
-// The rows `index` (K) of `table` (B, W) as a one-hot product onehot(index) (K, B) @ table: exact (one term
-// of 1 * value per output, the others 0 * finite value), and unlike index_select free of a host-side check
-// of the indices, which on CUDA would cost a synchronisation per image. positions: 0..B-1 on the device.
-Tensor take_rows(const Tensor& table, const Tensor& index, const Tensor& positions) {
-  return mm(eq(index.unsqueeze(1), positions.unsqueeze(0)).to(table.dtype()), table);
-}
 
 // Candidates (proposals, then objects) and what they matched: of one image, (B) and (B, 4), or of all images
 // padded to W, (n, W) and (n, W, 4).
@@ -101,39 +95,37 @@ Candidates match_candidates(const std::vector<Tensor>& proposals, const std::vec
   return c;
 }
 
-// One image's slice of the sample, from its candidates and its row of the sampler's masks. The regression
-// targets are encoded for the whole batch at once (sample_rois): the box coder is some twenty elementwise
-// kernels, the same for 8 rows or 4,096.
-struct ImageSample {
-  Tensor boxes, labels, valid;
-  Tensor target_boxes;     // (K, 4): the matched object's box on foreground rows, the row's own box elsewhere
-  Tensor foreground_rows;  // (K, 1) bool
+// Every image's slots at once, from the padded candidates (n, W) and the sampler's masks: (n, K, ...) with
+// K = min(batch, W). Image i's sample is its first K_i = min(batch, count_i) slots, exactly what a call for
+// the image alone would fill: see sample_rois.
+struct Slots {
+  Tensor boxes, labels, valid;  // (n, K, 4), (n, K), (n, K)
+  Tensor target_boxes;          // (n, K, 4): the matched object's box on foreground rows, the row's own elsewhere
+  Tensor foreground_rows;       // (n, K, 1) bool
 };
 
-ImageSample fill_slots(const Candidates& c, const Tensor& sampled, const Tensor& positions,
-                       const RoIHeadsOptions& options) {
-  const TensorOptions index_options(kInt64, c.boxes.device());
-  const int64_t count = c.boxes.size(0);
-  // Line the sampled candidates up in increasing index order in K = min(batch, B) slots: key = index for
-  // sampled candidates and B + index for the others, so the K smallest keys are the sampled ones first (there
-  // are at most K), then padding. Keys are distinct: CPU and CUDA sort them alike.
-  const Tensor own_positions = narrow(positions, 0, 0, count);
-  const Tensor key = where(sampled, own_positions, add(own_positions, static_cast<double>(count)));
-  const int64_t slots = std::min(options.batch_size_per_image, count);
-  const ValuesIndices first = topk(key, slots, 0, /*largest=*/false);
-  const Tensor valid = lt(first.values, static_cast<double>(count));
-
+Slots fill_slots(const Candidates& all, const Tensor& sampled, const Tensor& positions, int64_t batch_size) {
+  const TensorOptions index_options(kInt64, all.boxes.device());
+  const int64_t widest = all.boxes.size(1);
+  // Line each image's sampled candidates up in increasing index order: key = index for sampled candidates
+  // and W + index for the others (padding is never sampled), so the K smallest keys are the sampled ones
+  // first (at most min(batch, count_i) of them), then the others in index order. Keys are distinct: CPU and
+  // CUDA sort them alike. Per image alone the others' keys would be count_i + index: the same order.
+  const Tensor own_positions = narrow(positions, 0, 0, widest).unsqueeze(0);  // (1, W)
+  const Tensor key = where(sampled, own_positions, add(own_positions, static_cast<double>(widest)));
+  const ValuesIndices first = topk(key, std::min(batch_size, widest), 1, /*largest=*/false);
+  Slots out;
+  out.valid = lt(first.values, static_cast<double>(widest));
   // Gather boxes, matched boxes and labels of the slots at once (labels are small integers: exact as floats).
-  const Tensor table = cat({c.boxes, c.matched_boxes, c.class_labels.to(c.boxes.dtype()).unsqueeze(1)}, 1);
-  const Tensor rows = take_rows(table, first.indices, own_positions);  // (K, 9)
-  ImageSample out;
-  out.boxes = slice(rows, 1, 0, 4);
-  out.labels = where(valid, select(rows, 1, 8).to(kInt64), shared_scalar(0.0, index_options));
-  out.valid = valid;
+  const Tensor labels_as_boxes = all.class_labels.to(all.boxes.dtype()).unsqueeze(2);
+  const Tensor table = cat({all.boxes, all.matched_boxes, labels_as_boxes}, 2);
+  const Tensor rows = detail::take_rows(table, first.indices);  // (n, K, 9)
+  out.boxes = slice(rows, 2, 0, 4);
+  out.labels = where(out.valid, select(rows, 2, 8).to(kInt64), shared_scalar(0.0, index_options));
   // Regression targets on foreground rows only; the others encode the box against itself (0) and are then
   // zeroed (sample_rois), so a degenerate unused box cannot leave a NaN behind.
-  out.foreground_rows = ge(out.labels, 1.0).unsqueeze(1);
-  out.target_boxes = where(out.foreground_rows, slice(rows, 1, 4, 8), out.boxes);
+  out.foreground_rows = ge(out.labels, 1.0).unsqueeze(2);
+  out.target_boxes = where(out.foreground_rows, slice(rows, 2, 4, 8), out.boxes);
   return out;
 }
 
@@ -173,24 +165,31 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
   const SampledMasks sample = sampler(all.class_labels, generator);
   const Tensor sampled = where(sample.positive, sample.positive, sample.negative);  // positive or negative
 
-  // 3. Each image's slots, then the batch, and the batch's regression targets in one encode.
-  std::vector<Tensor> rois, boxes, labels, target_boxes, foreground_rows, valid;
-  for (size_t i = 0; i < images.size(); ++i) {
-    const int64_t row = static_cast<int64_t>(i);
-    const int64_t count = proposals[images[i]].size(0) + gt_boxes[images[i]].size(0);
-    const auto own = [&](const Tensor& t) { return narrow(select(t, 0, row), 0, 0, count); };  // views
-    const Candidates c{own(all.boxes), own(all.class_labels), own(all.matched_boxes)};
-    const ImageSample s = fill_slots(c, narrow(select(sampled, 0, row), 0, 0, count), positions, options);
-    rois.push_back(cat({full({s.boxes.size(0), 1}, static_cast<double>(images[i]), box_options), s.boxes}, 1));
-    boxes.push_back(s.boxes);
-    labels.push_back(s.labels);
-    target_boxes.push_back(s.target_boxes);
-    foreground_rows.push_back(s.foreground_rows);
-    valid.push_back(s.valid);
-  }
-  const Tensor targets = where(cat(foreground_rows, 0), coder.encode(cat(target_boxes, 0), cat(boxes, 0)),
+  // 3. The slots of all images, their regression targets in one encode, and the rois (image, box). Image i
+  // keeps its first min(batch, count_i) slots; when every image keeps all K, the tables are the sample as
+  // they are, otherwise each output is cut per image and joined (one copy per image and output).
+  const Slots slots = fill_slots(all, sampled, positions, options.batch_size_per_image);
+  const int64_t n = static_cast<int64_t>(images.size()), k = slots.boxes.size(1);
+  std::vector<double> image_ids;
+  for (size_t i : images) image_ids.push_back(static_cast<double>(i));
+  const Tensor image_column = from_vector<double>(image_ids, {n, 1, 1}).to(box_options).expand({n, k, 1});
+  const Tensor targets = where(slots.foreground_rows, coder.encode(slots.target_boxes, slots.boxes),
                                shared_scalar(0.0, box_options));
-  return {cat(rois, 0), cat(labels, 0), targets, cat(valid, 0)};
+  std::vector<Tensor> tables = {cat({image_column, slots.boxes}, 2), slots.labels, targets, slots.valid};
+  std::vector<int64_t> kept;
+  for (size_t i : images) kept.push_back(std::min(k, proposals[i].size(0) + gt_boxes[i].size(0)));
+  const bool ragged = std::any_of(kept.begin(), kept.end(), [&](int64_t slots_i) { return slots_i < k; });
+  for (Tensor& table : tables) {
+    if (!ragged) {
+      table = table.flatten(0, 1);
+      continue;
+    }
+    std::vector<Tensor> pieces;
+    for (int64_t i = 0; i < n; ++i)
+      pieces.push_back(narrow(select(table, 0, i), 0, 0, kept[static_cast<size_t>(i)]));
+    table = cat(pieces, 0);
+  }
+  return {tables[0], tables[1], tables[2], tables[3]};
 }
 
 void check_roi_targets(const std::vector<Tensor>& gt_boxes, const std::vector<Tensor>& gt_labels,

@@ -22,13 +22,13 @@
 #include "core/factories.h"
 #include "models/box_coder/box_coder.h"
 #include "models/common/image_sizes.h"
+#include "models/common/take_rows.h"
 #include "ops/boxes/box_geometry.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
 #include "ops/elementwise/shared_scalar.h"
 #include "ops/elementwise/unary.h"
-#include "ops/indexing/indexing_kernels.h"
 #include "ops/indexing/where.h"
 #include "ops/nms/nms_kernels.h"
 #include "ops/shape/cat.h"
@@ -39,25 +39,6 @@
 namespace minidet::models {
 
 namespace {
-
-// out[b, t, :] = x[b, index[b, t], :] for x (B, K, C) and index (B, T) int64 on x's device. The raw kernel
-// of gather, without gather's host-side check of the index values: on CUDA that check is a device-to-host
-// copy per call. Every index used here comes from topk or argsort along the same dim, so it is in range by
-// construction. Not recorded (everything here is detached).
-Tensor take_rows(const Tensor& x, const Tensor& index) {
-  ops::detail::AlongDim geometry;
-  geometry.outer = x.size(0);
-  geometry.size = x.size(1);
-  geometry.count = index.size(1);
-  geometry.inner = x.size(2);
-  geometry.index_stride_outer = geometry.count;  // one index per (b, t), shared by the C columns
-  geometry.index_stride_count = 1;
-  geometry.index_stride_inner = 0;
-  Tensor out = empty({geometry.outer, geometry.count, geometry.inner}, x.options());
-  ops::detail::take_along_dim(out, x.contiguous(), index.contiguous(), geometry);
-  return out;
-}
-
 
 void check_inputs(const char* op, const Tensor& objectness, const Tensor& deltas, const Tensor& anchors) {
   ops::check_defined(op, objectness, "objectness");
@@ -108,8 +89,8 @@ std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas
 
   NoGradGuard no_grad;
   const ValuesIndices best = topk(objectness.detach(), top, 1);  // (N, T)
-  const Tensor top_deltas = take_rows(deltas.detach(), best.indices).reshape({images * top, 4});
-  const Tensor top_anchors = take_rows(anchors.detach().unsqueeze(0), best.indices.reshape({1, images * top}));
+  const Tensor top_deltas = detail::take_rows(deltas.detach(), best.indices).reshape({images * top, 4});
+  const Tensor top_anchors = detail::take_rows(anchors.detach().unsqueeze(0), best.indices.reshape({1, images * top}));
   const Tensor decoded = BoxCoder().decode(top_deltas, top_anchors.reshape({images * top, 4}));
   std::vector<Tensor> clipped, image_ids;
   for (int64_t n = 0; n < images; ++n) {
@@ -132,7 +113,7 @@ std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas
   const Tensor selected = where(valid, nms.keep_mask.reshape({images, top}), valid);  // (N, T) bool
 
   const Tensor order = argsort(selected.to(kUInt8), 1, /*descending=*/true).narrow(1, 0, post);
-  const Tensor rows = take_rows(boxes, order);  // (N, P, 4)
+  const Tensor rows = detail::take_rows(boxes, order);  // (N, P, 4)
   // The one synchronisation: per-image counts and NMS's status travel together.
   const std::vector<int64_t> counts = cat({sum(selected, {1}), nms.status}, 0).to_vector<int64_t>();
   ops::detail::check_nms_status(op, {counts[images], counts[images + 1]});  // never fires: NMS sees finite rows

@@ -107,7 +107,8 @@ template <typename T>
 void channel_scale_shift_cuda(const ScaleShiftArgs<T>& a, const Device& device) {
   cuda::DeviceGuard guard(device);
   if (a.channels == 0) return;
-  channel_scale_shift_kernel<T><<<cuda::blocks_for(a.channels), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(a);
+  channel_scale_shift_kernel<T>
+      <<<cuda::blocks_for(a.channels), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(a);
   MINIDET_CUDA_LAUNCH_CHECK("channel_scale_shift_kernel");
 }
 
@@ -115,7 +116,8 @@ template <typename T>
 void backward_coefficients_cuda(const BackwardCoefficientsArgs<T>& a, const Device& device) {
   cuda::DeviceGuard guard(device);
   if (a.channels == 0) return;
-  backward_coefficients_kernel<T><<<cuda::blocks_for(a.channels), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(a);
+  backward_coefficients_kernel<T>
+      <<<cuda::blocks_for(a.channels), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(a);
   MINIDET_CUDA_LAUNCH_CHECK("backward_coefficients_kernel");
 }
 

@@ -139,8 +139,12 @@ TEST_CASE("values/roi_heads: sampling a batch gives each image the rows it gets 
   for (const auto& [p, m] : std::vector<std::pair<int64_t, int64_t>>{{7, 2}, {4, 0}, {0, 1}, {12, 3}}) {
     gt.push_back(random_boxes(m));
     // Some proposals near the objects (foreground), the rest anywhere.
-    proposals.push_back(m > 0 ? cat({random_boxes(p - p / 2), add(gt.back().narrow(0, 0, 1).expand({p / 2, 4}), 1.0)}, 0)
-                              : random_boxes(p));
+    if (m == 0) {
+      proposals.push_back(random_boxes(p));
+    } else {
+      const Tensor near_first_object = add(gt.back().narrow(0, 0, 1).expand({p / 2, 4}), 1.0);
+      proposals.push_back(cat({random_boxes(p - p / 2), near_first_object}, 0));
+    }
     labels.push_back(from_vector<int64_t>(std::vector<int64_t>(static_cast<size_t>(m), 1 + m % 3)));
   }
   RoIHeadsOptions o = test::tiny_roi_heads_options();
@@ -166,17 +170,23 @@ TEST_CASE("values/roi_heads: sampling a batch gives each image the rows it gets 
   CHECK(foreground >= 6);  // the objects themselves at least: the comparison covers foreground rows
   // With few slots the sample is random, but how many rows are valid is not (min(quota, available) per
   // kind): padding must never take a slot.
-  o.batch_size_per_image = 6;
-  o.positive_fraction = 0.25;
-  const RoISample small = models::sample_rois(proposals, gt, labels, o, &gen);
-  row = 0;
-  for (size_t i = 0; i < gt.size(); ++i) {
-    CAPTURE(i);
-    const RoISample alone = models::sample_rois({proposals[i]}, {gt[i]}, {labels[i]}, o, &gen);
-    const int64_t k = alone.rois.size(0);
-    const auto count = [](const std::vector<bool>& v) { return std::count(v.begin(), v.end(), true); };
-    CHECK(count(bools(small.valid.narrow(0, row, k))) == count(bools(alone.valid)));
-    row += k;
+  // Batch 1 gives every image exactly one slot: the tables need no cutting per image.
+  for (const int64_t slots : {6, 1}) {
+    CAPTURE(slots);
+    o.batch_size_per_image = slots;
+    o.positive_fraction = 0.25;
+    const RoISample small = models::sample_rois(proposals, gt, labels, o, &gen);
+    row = 0;
+    for (size_t i = 0; i < gt.size(); ++i) {
+      CAPTURE(i);
+      const RoISample alone = models::sample_rois({proposals[i]}, {gt[i]}, {labels[i]}, o, &gen);
+      const int64_t k = alone.rois.size(0);
+      const auto count = [](const std::vector<bool>& v) { return std::count(v.begin(), v.end(), true); };
+      CHECK(count(bools(small.valid.narrow(0, row, k))) == count(bools(alone.valid)));
+      CHECK(values(small.rois.narrow(0, row, k).narrow(1, 0, 1)) == std::vector<double>(k, static_cast<double>(i)));
+      row += k;
+    }
+    CHECK(row == small.rois.size(0));
   }
 }
 
