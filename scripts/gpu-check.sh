@@ -28,8 +28,11 @@
 # held, start-up included; a machine goes back 30 s after its last call ends, and a fresh one builds again:
 #   - the build alone takes 290-320 s on a fresh H100 machine (x1 or x2, 16 or 32 jobs), so a session has
 #     room for about two fresh machines; chain the calls back to back on one warm machine instead;
-#   - CTEST_ARGS="-R ^cuda/" ctest: 27 s; dist: ~150 s; BENCH=detector bench: ~100 s; sanitize with
-#     SAN_SHARD=8 and SAN_TIMEOUT=200: ~210 s;
+#   - CTEST_ARGS="-R ^cuda/" ctest: 24-27 s; dist: ~150 s at 500 images/s, ~55 s at 900 with DIST_TTA_STEPS=600
+#     (main b63668f); BENCH=detector bench: ~100 s; sanitize with SAN_SHARD=8, RACE_SHARD=4, SAN_TIMEOUT=200:
+#     181 s, every part finished (b63668f);
+#   - measured 2026-11-25 at b63668f: call 1 `ctest,dist` 325 s with a 248 s build, call 2 `sanitize,bench`
+#     285 s: 2 x ~310 s of device time in all, start-up included, about a third of a session's;
 #   - the device tool returns at most 8 files from $OUT: past 8, the script packs all but summary.txt into logs.tgz.
 # One x2 machine serves everything: `CTEST_ARGS="-R ^cuda/" ... ctest,dist` then `... sanitize,bench`.
 #
