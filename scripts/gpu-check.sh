@@ -32,7 +32,7 @@
 #     (main b63668f); BENCH=detector bench: ~100 s; sanitize with SAN_SHARD=8, RACE_SHARD=4, SAN_TIMEOUT=200:
 #     181 s, every part finished (b63668f);
 #   - measured 2026-11-25 at b63668f: call 1 `ctest,dist` 325 s with a 248 s build, call 2 `sanitize,bench`
-#     285 s: 2 x ~310 s of device time in all, start-up included, about a third of a session's;
+#     285 s: 357 s and 293 s of device time with start-up and idle, 650 s, about a third of a session's;
 #   - the device tool returns at most 8 files from $OUT: past 8, the script packs all but summary.txt into logs.tgz.
 # One x2 machine serves everything: `CTEST_ARGS="-R ^cuda/" ... ctest,dist` then `... sanitize,bench`.
 #
