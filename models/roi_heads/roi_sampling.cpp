@@ -46,13 +46,12 @@ struct Candidates {
 //   labels     padded candidates are -1 (ignored: never sampled), which is also how the sampler's one call
 //              for all images wants them.
 // Returns (n, W) labels and (n, W, 4) boxes and matched boxes; image i's candidates are the first count_i.
+// widest_gt: Mw, at least 1.
 Candidates match_candidates(const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,
                             const std::vector<Tensor>& gt_labels, const std::vector<size_t>& images, int64_t widest,
-                            const Matcher& matcher, const Tensor& positions) {
+                            int64_t widest_gt, const Matcher& matcher, const Tensor& positions) {
   const TensorOptions box_options = proposals[0].options(), index_options(kInt64, box_options.device);
   const int64_t n = static_cast<int64_t>(images.size());
-  int64_t widest_gt = 1;
-  for (size_t i : images) widest_gt = std::max(widest_gt, gt_boxes[i].size(0));
   const Tensor empty_boxes = zeros({std::max(widest, widest_gt), 4}, box_options);
   const Tensor no_labels = zeros({widest_gt}, index_options);
   std::vector<Tensor> boxes, objects, labels;
@@ -158,7 +157,8 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
   for (size_t n : images) widest_gt = std::max(widest_gt, gt_boxes[n].size(0));
   // The one arange: 0..max(W, Mw)-1, sliced for every use.
   const Tensor positions = arange(static_cast<double>(std::max(widest, widest_gt)), index_options);
-  const Candidates all = match_candidates(proposals, gt_boxes, gt_labels, images, widest, matcher, positions);
+  const Candidates all =
+      match_candidates(proposals, gt_boxes, gt_labels, images, widest, widest_gt, matcher, positions);
 
   // 2. One sampler call for all images (labels padded with "ignored"): its random priorities make one
   // host-to-device copy, not one per image.

@@ -70,11 +70,11 @@ RPNTargets rpn_targets(const Tensor& anchors, const std::vector<Tensor>& gt_boxe
   const Tensor columns = arange(static_cast<double>(widest), index_options).view({1, 1, widest});
   const Tensor one_hot = eq(match.matches.unsqueeze(2), columns).to(anchors.dtype());
   const Tensor positive = eq(match.labels, static_cast<double>(Matcher::kPositive)).unsqueeze(2);
+  const Tensor every_image_anchors = anchor_boxes.unsqueeze(0).expand({images, k, 4});  // a view
   RPNTargets targets;
   targets.labels = match.labels;
-  targets.matched_boxes =
-      where(positive, bmm(one_hot, padded.view({images, widest, 4})), anchor_boxes.unsqueeze(0).expand({images, k, 4}));
-  targets.regression = coder.encode(targets.matched_boxes, anchor_boxes.unsqueeze(0).expand({images, k, 4}));
+  targets.matched_boxes = where(positive, bmm(one_hot, padded.view({images, widest, 4})), every_image_anchors);
+  targets.regression = coder.encode(targets.matched_boxes, every_image_anchors);
   return targets;
 }
 

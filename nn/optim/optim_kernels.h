@@ -26,13 +26,11 @@ struct AdamTensors {
 
 // momentum_buffer may be undefined when momentum == 0.
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
-void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const AdamStep& s);
 
-// The same step for many parameters (a multi-tensor apply): on the GPU one launch per
-// kAdamTensorsPerLaunch parameters, where one launch each is 50 launches for the detector's optimizer step.
-// The parameters may lie on different devices or have different dtypes; each run of one device and dtype is
-// launched together. Each element's arithmetic is adam_element, as in adam_update.
+// One Adam step for many parameters (a multi-tensor apply): on the GPU one launch per kAdamTensorsPerLaunch
+// parameters, where one launch each would be 50 launches for the detector's optimizer step. The parameters
+// may lie on different devices or have different dtypes; each run of one device and dtype is launched
+// together. Each element's arithmetic is adam_element (optim_math.h), on the CPU as on the GPU.
 void adam_update_many(const std::vector<AdamTensors>& tensors, const AdamStep& s);
 
 void sgd_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
@@ -40,8 +38,6 @@ void adam_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_
                      const AdamStep& s);
 #if MINIDET_WITH_CUDA
 void sgd_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
-void adam_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                      const AdamStep& s);
 constexpr int kAdamTensorsPerLaunch = 48;  // their pointers travel as kernel parameters (at most 4 KB)
 // tensors: at most kAdamTensorsPerLaunch, all on one GPU, of one dtype, checked by adam_update_many.
 void adam_update_many_cuda(const std::vector<AdamTensors>& tensors, const AdamStep& s);

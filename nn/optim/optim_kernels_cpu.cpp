@@ -93,16 +93,4 @@ void adam_update_many(const std::vector<AdamTensors>& tensors, const AdamStep& s
   for (const AdamTensors& t : tensors) t.param.bump_version();
 }
 
-void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamStep& s) {
-  check_adam(param, grad, m, v);
-  if (param.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    adam_update_cuda(param, grad, m, v, s);
-#endif
-  } else {
-    adam_update_cpu(param, grad, m, v, s);
-  }
-  param.bump_version();
-}
-
 }  // namespace minidet::nn::detail
