@@ -77,9 +77,41 @@ void check_anomaly(const Node& node, const TensorList& grads) {
   }
 }
 
+// For grad(): which results a node's gradient slots fill (node -> (slot, result index)), and the results.
+// Without targets the run is backward(): leaves' AccumulateGrad nodes write .grad.
+struct GradTargets {
+  std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> slots;
+  TensorList results;
+};
+
+void run_backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, GradTargets* targets);
+
 }  // namespace
 
 void backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph) {
+  run_backward(roots, grad_roots, retain_graph, nullptr);
+}
+
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
+                bool retain_graph) {
+  GradTargets targets;
+  targets.results.resize(inputs.size());
+  // Keeps the inputs' nodes alive for the run: a leaf's AccumulateGrad is otherwise held only weakly.
+  std::vector<std::shared_ptr<Node>> owners;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    MINIDET_CHECK(inputs[i].defined() && inputs[i].requires_grad(), "grad: input ", i,
+                  " does not require grad, so it has no gradient");
+    const Edge edge = gradient_edge(inputs[i]);
+    owners.push_back(edge.node);
+    targets.slots[edge.node.get()].push_back({edge.input_nr, i});
+  }
+  run_backward(outputs, grad_outputs, retain_graph, &targets);
+  return std::move(targets.results);
+}
+
+namespace {
+
+void run_backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, GradTargets* targets) {
   MINIDET_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), "backward: got ", roots.size(),
                 " roots but ", grad_roots.size(), " gradients");
   NoGradGuard no_grad;  // backward formulas compute gradients; they are not recorded themselves
@@ -132,6 +164,13 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
         if (replaced.defined()) grads[i] = replaced;
       }
     }
+    if (targets != nullptr) {
+      // grad(): the gradient reaching a requested input is a result; no leaf's .grad is touched.
+      auto wanted = targets->slots.find(node);
+      if (wanted != targets->slots.end())
+        for (const auto& [slot, index] : wanted->second) targets->results[index] = grads[slot];
+      if (dynamic_cast<AccumulateGrad*>(node) != nullptr) continue;
+    }
     const TensorList grads_in = trace ? grads : TensorList();
     TensorList input_grads = node->apply(std::move(grads));
     if (!retain_graph) node->release_saved();
@@ -157,6 +196,8 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
     }
   }
 }
+
+}  // namespace
 
 void register_hook(const Tensor& tensor, GradHook hook) {
   MINIDET_CHECK(tensor.requires_grad(), "register_hook: the tensor does not require grad, so no gradient will "

@@ -26,6 +26,13 @@ namespace minidet::autograd {
 // grad_roots: one per root; an undefined entry (or an empty list) means ones for a single-element root.
 void backward(const TensorList& roots, const TensorList& grad_roots = {}, bool retain_graph = false);
 
+// The gradients of `outputs` with respect to `inputs` (torch.autograd.grad): one per input, undefined where
+// no path leads to it. Runs the same engine as backward(), but leaves' .grad() are left alone (neither
+// accumulated nor hooked), so it computes gradients without training anything. grad_outputs as in
+// backward(); inputs must require grad.
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
+                bool retain_graph = false);
+
 // A hook sees the gradient flowing into `tensor` and may return a replacement (or an undefined Tensor to
 // keep it). Leaves run hooks before accumulating into .grad(); non-leaves before their grad_fn runs.
 void register_hook(const Tensor& tensor, GradHook hook);

@@ -112,6 +112,7 @@ struct Trainer {
   Trainer(const Device& device, const cli::Schedule& s) : schedule(s), look_every_step(!device.is_cuda()) {
     generator = std::make_unique<Generator>(s.seed);
     model = std::make_unique<models::FasterRCNN>(models::DetectorConfig{}, generator.get());
+    model->use_cuda_graphs(s.cuda_graphs);
     model->to(device);  // before the optimizer, which keeps the parameters it is given
     optimizer = std::make_unique<nn::Adam>(std::vector<nn::ParamGroup>{{model->parameters(), s.lr, s.weight_decay}},
                                            nn::AdamOptions{0.9, 0.999, 1e-8, true});
@@ -150,8 +151,10 @@ struct Workload {
   std::vector<data::Batch> batches;
   size_t next = 0;
 
-  Workload(const Device& device, const data::Dataset& train, int64_t batch_size) : batch(batch_size) {
-    const cli::Schedule schedule;
+  Workload(const Device& device, const data::Dataset& train, int64_t batch_size, bool cuda_graphs = false)
+      : batch(batch_size) {
+    cli::Schedule schedule;
+    schedule.cuda_graphs = cuda_graphs;
     trainer = std::make_unique<Trainer>(device, schedule);
     data::DataLoader loader(train, train_loader_options(schedule, batch));
     for (int64_t i = 0; i < kHeldBatches; ++i) batches.push_back(*loader.next());
@@ -264,15 +267,25 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
               device.c_str(), reps, kCountedSteps);
   if (!bench::LaunchCounter::available()) std::printf("(built without CUPTI: kernel launches read n/a)\n");
   // All timings first, then all counts: CUPTI's callbacks slow every API call while subscribed.
-  std::vector<std::unique_ptr<Workload>> workloads;
-  std::vector<std::array<double, 2>> ms;
+  // "train" is the default step (every op launched from the host), "train-graphs" the same step with the
+  // backbone and RPN head replayed as CUDA graphs (FasterRCNN::use_cuda_graphs(true), opt-in): the graphs' gain.
+  std::vector<std::unique_ptr<Workload>> workloads, graphed_workloads;
+  std::vector<std::array<double, 3>> ms;
   for (int64_t batch : batch_sizes) {
     workloads.push_back(std::make_unique<Workload>(Device::cuda(), train, batch));
     Workload& w = *workloads.back();
     w.trainer->model->train();
     const double train_ms = bench::time_gpu_ms([&] { w.train_step(); }, reps);
+    graphed_workloads.push_back(std::make_unique<Workload>(Device::cuda(), train, batch, /*cuda_graphs=*/true));
+    Workload& e = *graphed_workloads.back();
+    e.trainer->model->train();
+    const double graphs_ms = bench::time_gpu_ms([&] { e.train_step(); }, reps);
+    const nn::GraphedCounts graphs = e.trainer->model->cuda_graph_counts();
+    std::printf("batch %lld: backbone + RPN head calls: %lld eager, %lld captured, %lld replayed\n",
+                static_cast<long long>(batch), static_cast<long long>(graphs.eager),
+                static_cast<long long>(graphs.captures), static_cast<long long>(graphs.replays));
     w.trainer->model->eval();
-    ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps)});
+    ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps), graphs_ms});
   }
   print_header(true);
   for (size_t i = 0; i < workloads.size(); ++i) {
@@ -281,6 +294,9 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
     const Counts train_counts = count_per_run([&] { w.train_step(); });
     report(device, w.batch, "train", ms[i][0], &train_counts);
     if (i == 0) print_top_kernels(w.batch, train_counts);
+    Workload& e = *graphed_workloads[i];
+    const Counts graphs_counts = count_per_run([&] { e.train_step(); });
+    report(device, e.batch, "train-graphs", ms[i][2], &graphs_counts);
     w.trainer->model->eval();
     const Counts infer_counts = count_per_run([&] { w.infer(); });
     report(device, w.batch, "infer", ms[i][1], &infer_counts);

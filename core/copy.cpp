@@ -24,6 +24,13 @@ void copy_bytes(void* dst, const Device& dst_device, const void* src, const Devi
   const cudaMemcpyKind kind = dst_device.is_cpu()   ? cudaMemcpyDeviceToHost
                               : src_device.is_cpu() ? cudaMemcpyHostToDevice
                                                     : cudaMemcpyDeviceToDevice;
+  // A graph records a copy's addresses, not its bytes: a replay would copy whatever the host buffer then
+  // holds, and a download cannot finish while nothing runs. Inputs enter a graph through device tensors.
+  MINIDET_CHECK(kind == cudaMemcpyDeviceToDevice || !cuda::stream_overridden(),
+                "CUDA graph capture: the captured code copies between the host and the device (",
+                kind == cudaMemcpyDeviceToHost ? "a download: it reads a value on the host" : "an upload",
+                "), which a graph cannot replay; copy inputs to the device before the captured call and read "
+                "results after it");
   count_transfer(kind == cudaMemcpyDeviceToHost   ? TransferKind::DeviceToHost
                  : kind == cudaMemcpyHostToDevice ? TransferKind::HostToDevice
                                                   : TransferKind::DeviceToDevice);
@@ -31,6 +38,10 @@ void copy_bytes(void* dst, const Device& dst_device, const void* src, const Devi
     MINIDET_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device.index, src, src_device.index, nbytes));
   } else if (kind == cudaMemcpyHostToDevice && cuda::copy_to_device_staged(dst, src, nbytes, dst_device.index)) {
     count_transfer(TransferKind::HostToDeviceStaged);  // queued: the host did not wait (core/cuda/host_staging.h)
+  } else if (kind == cudaMemcpyDeviceToDevice) {
+    // Ordered on the stream like a kernel (and recordable in a graph capture); the host does not wait.
+    cuda::DeviceGuard guard(dst_device);
+    MINIDET_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, cuda::current_stream()));
   } else {
     cuda::DeviceGuard guard(dst_device.is_cuda() ? dst_device : src_device);
     MINIDET_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, kind));

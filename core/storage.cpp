@@ -1,5 +1,7 @@
 #include "core/storage.h"
 
+#include <utility>
+
 namespace minidet {
 namespace {
 std::atomic<int64_t> g_live_storages{0};
@@ -11,8 +13,13 @@ StorageImpl::StorageImpl(size_t nbytes, Device device)
   g_live_storages.fetch_add(1, std::memory_order_relaxed);
 }
 
+StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, std::shared_ptr<const void> owner)
+    : data_(data), nbytes_(nbytes), device_(device), owner_(std::move(owner)) {
+  g_live_storages.fetch_add(1, std::memory_order_relaxed);
+}
+
 StorageImpl::~StorageImpl() {
-  if (data_ != nullptr) allocator_->deallocate(data_);
+  if (data_ != nullptr && allocator_ != nullptr) allocator_->deallocate(data_);
   g_live_storages.fetch_sub(1, std::memory_order_relaxed);
 }
 

@@ -17,6 +17,9 @@ namespace minidet {
 class StorageImpl {
  public:
   StorageImpl(size_t nbytes, Device device);
+  // A view of memory that `owner` keeps alive (never freed by this storage): a CUDA graph hands out its
+  // fixed output buffers this way (nn/graphs), so that a tensor over them is the storage's only user.
+  StorageImpl(void* data, size_t nbytes, Device device, std::shared_ptr<const void> owner);
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
@@ -35,7 +38,8 @@ class StorageImpl {
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;
-  Allocator* allocator_ = nullptr;
+  Allocator* allocator_ = nullptr;        // null for adopted memory
+  std::shared_ptr<const void> owner_;     // what keeps adopted memory alive
   std::atomic<uint64_t> version_{0};
 };
 

@@ -34,6 +34,25 @@ size_t round_allocation_size(size_t nbytes) {
 #if MINIDET_WITH_CUDA
 namespace {
 
+// The private pool that allocations of this thread go to while it captures a CUDA graph (id 0: none).
+struct CapturePool {
+  uint64_t id = 0;
+  int device = -1;
+};
+thread_local CapturePool t_capture_pool;
+
+// Lets this thread make calls that a stream capture in the default (global) mode forbids, for a scope.
+class CaptureModeRelaxed {
+ public:
+  CaptureModeRelaxed() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~CaptureModeRelaxed() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  CaptureModeRelaxed(const CaptureModeRelaxed&) = delete;
+  CaptureModeRelaxed& operator=(const CaptureModeRelaxed&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 class CachingAllocator {
  public:
   void* allocate(size_t nbytes, int device) {
@@ -41,25 +60,29 @@ class CachingAllocator {
     const size_t size = round_allocation_size(nbytes);
     std::lock_guard<std::mutex> lock(mutex_);
     DevicePool& pool = pool_for(device);
+    // While this thread captures a CUDA graph, blocks come from (and go back to) the graph's private pool.
+    const uint64_t private_id = t_capture_pool.device == device ? t_capture_pool.id : 0;
+    FreeBlocks& free_blocks = private_id != 0 ? private_pools_[private_id].free_blocks : pool.free_blocks;
     void* ptr = nullptr;
     size_t block_size = size;
-    auto cached = pool.free_blocks.find(size);
-    if (cached == pool.free_blocks.end() && size <= kSmallLimit) {
+    auto cached = free_blocks.find(size);
+    if (cached == free_blocks.end() && size <= kSmallLimit) {
       // A small request may take the smallest free block of up to twice its size. Small tensors change size
       // from step to step (a detector's proposal and box counts), and with exact bins only, each size seen
       // for the first time would cost a cudaMalloc for many steps before every bin had its blocks.
-      auto larger = pool.free_blocks.lower_bound(size);
-      if (larger != pool.free_blocks.end() && larger->first <= 2 * size) cached = larger;
+      auto larger = free_blocks.lower_bound(size);
+      if (larger != free_blocks.end() && larger->first <= 2 * size) cached = larger;
     }
-    if (cached != pool.free_blocks.end()) {
+    if (cached != free_blocks.end()) {
       block_size = cached->first;
       ptr = cached->second;
-      pool.free_blocks.erase(cached);
+      free_blocks.erase(cached);
       pool.stats.cache_hits++;
     } else {
       ptr = device_malloc(pool, device, size, nbytes);
     }
-    live_[ptr] = {block_size, device};  // freed back into the bin of its real size
+    if (private_id != 0) private_pools_[private_id].live++;
+    live_[ptr] = {block_size, device, private_id};  // freed back into the bin of its real size
     pool.stats.allocated_bytes += static_cast<int64_t>(block_size);
     if (pool.stats.allocated_bytes > pool.stats.peak_allocated_bytes)
       pool.stats.peak_allocated_bytes = pool.stats.allocated_bytes;
@@ -72,9 +95,32 @@ class CachingAllocator {
     auto it = live_.find(ptr);
     MINIDET_CHECK(it != live_.end(), "CUDA caching allocator: freeing a pointer it did not allocate");
     DevicePool& pool = pool_for(it->second.device);
-    pool.free_blocks.emplace(it->second.size, ptr);
+    auto private_pool = private_pools_.find(it->second.private_pool);
+    if (private_pool != private_pools_.end()) {
+      // Back to its graph's pool: only that graph's captures may reuse it. A released pool with nothing
+      // live left hands its blocks to the device's cache.
+      private_pool->second.free_blocks.emplace(it->second.size, ptr);
+      if (--private_pool->second.live == 0 && private_pool->second.released) merge_into_device(private_pool, pool);
+    } else {
+      pool.free_blocks.emplace(it->second.size, ptr);
+    }
     pool.stats.allocated_bytes -= static_cast<int64_t>(it->second.size);
     live_.erase(it);
+  }
+
+  uint64_t create_pool() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t id = next_pool_id_++;
+    private_pools_[id];
+    return id;
+  }
+
+  void release_pool(uint64_t id, int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = private_pools_.find(id);
+    if (it == private_pools_.end()) return;
+    it->second.released = true;
+    if (it->second.live == 0) merge_into_device(it, pool_for(device));
   }
 
   MemoryStats stats(int device) {
@@ -94,14 +140,29 @@ class CachingAllocator {
   }
 
  private:
+  using FreeBlocks = std::multimap<size_t, void*>;  // rounded size -> block
   struct LiveBlock {
     size_t size;
     int device;
+    uint64_t private_pool;  // 0: the device's cache
   };
   struct DevicePool {
-    std::multimap<size_t, void*> free_blocks;  // rounded size -> block
+    FreeBlocks free_blocks;
     MemoryStats stats;
   };
+  // A CUDA graph's memory (core/cuda/graph.h): its blocks are reused only by captures into the same pool,
+  // because a replay writes them again whenever it runs. Blocks still live when the graph lets go of the
+  // pool (tensors a caller kept) stay out of the device's cache until the last of them is freed.
+  struct PrivatePool {
+    FreeBlocks free_blocks;
+    int64_t live = 0;
+    bool released = false;
+  };
+
+  void merge_into_device(std::unordered_map<uint64_t, PrivatePool>::iterator it, DevicePool& pool) {
+    pool.free_blocks.insert(it->second.free_blocks.begin(), it->second.free_blocks.end());
+    private_pools_.erase(it);
+  }
 
   DevicePool& pool_for(int device) {
     if (static_cast<size_t>(device) >= pools_.size()) pools_.resize(device + 1);
@@ -139,6 +200,8 @@ class CachingAllocator {
   // Caller holds mutex_.
   void* device_malloc(DevicePool& pool, int device, size_t size, size_t requested) {
     DeviceGuard guard(Device::cuda(device));
+    // cudaMalloc is not a stream operation, so a capture may call it; the thread's capture mode must allow it.
+    CaptureModeRelaxed relaxed;
     void* ptr = nullptr;
     cudaError_t err = cudaMalloc(&ptr, size);
     if (err == cudaErrorMemoryAllocation) {
@@ -159,6 +222,8 @@ class CachingAllocator {
   std::mutex mutex_;
   std::vector<DevicePool> pools_;
   std::unordered_map<void*, LiveBlock> live_;
+  std::unordered_map<uint64_t, PrivatePool> private_pools_;
+  uint64_t next_pool_id_ = 1;
 };
 
 // Never destroyed: tensors in static objects may be freed after the CUDA runtime has shut down, and
@@ -205,6 +270,15 @@ void reset_peak_memory_stats(int device) {
 }
 void empty_cache() { instance().empty_cache(); }
 
+uint64_t create_private_pool() { return instance().create_pool(); }
+void release_private_pool(uint64_t pool, int device) { instance().release_pool(pool, device); }
+
+PrivatePoolScope::PrivatePoolScope(uint64_t pool, int device) : previous_id_(t_capture_pool.id),
+                                                                previous_device_(t_capture_pool.device) {
+  t_capture_pool = {pool, device};
+}
+PrivatePoolScope::~PrivatePoolScope() { t_capture_pool = {previous_id_, previous_device_}; }
+
 #else  // CPU-only build
 
 namespace {
@@ -217,6 +291,10 @@ Allocator* caching_allocator(int) { no_cuda("CUDA allocator"); }
 MemoryStats memory_stats(int) { no_cuda("cuda::memory_stats"); }
 void reset_peak_memory_stats(int) { no_cuda("cuda::reset_peak_memory_stats"); }
 void empty_cache() {}
+uint64_t create_private_pool() { no_cuda("cuda::create_private_pool"); }
+void release_private_pool(uint64_t, int) {}
+PrivatePoolScope::PrivatePoolScope(uint64_t, int) { no_cuda("cuda::PrivatePoolScope"); }
+PrivatePoolScope::~PrivatePoolScope() = default;
 
 #endif
 

@@ -36,4 +36,22 @@ void reset_peak_memory_stats(int device = 0);
 // Returns every cached (free) block to the driver with cudaFree.
 void empty_cache();
 
+// Private pools, for CUDA graphs (core/cuda/graph.h). A graph's replays write its blocks whenever they run,
+// so no one else may be handed them: while a PrivatePoolScope is open, this thread's allocations on `device`
+// come from the pool and its frees go back to it. release_private_pool() gives the pool's blocks to the
+// device's cache once none of them is held by a tensor any more (at once, or at the last free).
+uint64_t create_private_pool();
+void release_private_pool(uint64_t pool, int device);
+class PrivatePoolScope {
+ public:
+  PrivatePoolScope(uint64_t pool, int device);
+  ~PrivatePoolScope();
+  PrivatePoolScope(const PrivatePoolScope&) = delete;
+  PrivatePoolScope& operator=(const PrivatePoolScope&) = delete;
+
+ private:
+  uint64_t previous_id_ = 0;
+  int previous_device_ = -1;
+};
+
 }  // namespace minidet::cuda

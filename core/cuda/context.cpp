@@ -32,13 +32,28 @@ void synchronize() {
   if (is_available()) MINIDET_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-cudaStream_t current_stream() { return cudaStreamLegacy; }
+namespace {
+thread_local cudaStream_t t_stream_override = nullptr;  // set while this thread captures a CUDA graph
+}  // namespace
+
+cudaStream_t current_stream() { return t_stream_override != nullptr ? t_stream_override : cudaStreamLegacy; }
+
+bool stream_overridden() { return t_stream_override != nullptr; }
+
+StreamOverride::StreamOverride(cudaStream_t stream) : previous_(t_stream_override) { t_stream_override = stream; }
+StreamOverride::~StreamOverride() { t_stream_override = previous_; }
 
 int current_device() {
   int device = 0;
   MINIDET_CUDA_CHECK(cudaGetDevice(&device));
   return device;
 }
+
+namespace {
+// cuBLAS's workspace (split-K partial sums and the like): what PyTorch gives it on Hopper.
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
+}  // namespace
 
 cublasHandle_t cublas_handle() {
   static std::mutex mutex;
@@ -47,9 +62,22 @@ cublasHandle_t cublas_handle() {
   std::lock_guard<std::mutex> lock(mutex);
   if (static_cast<size_t>(device) >= handles->size()) handles->resize(device + 1, nullptr);
   cublasHandle_t& handle = (*handles)[device];
+  static std::vector<void*>* workspaces = new std::vector<void*>();
+  if (static_cast<size_t>(device) >= workspaces->size()) workspaces->resize(device + 1, nullptr);
+  void*& workspace = (*workspaces)[device];
   if (handle == nullptr) {
     MINIDET_CUBLAS_CHECK(cublasCreate(&handle));
+    MINIDET_CUDA_CHECK(cudaMalloc(&workspace, kCublasWorkspaceBytes));
+  }
+  // The handle follows the current stream: a graph capture switches it to the capture stream and back.
+  // cublasSetStream also resets the workspace to cuBLAS's own pool, which may allocate on a new stream (not
+  // allowed while capturing), so it gets its one fixed workspace back each time. One workspace serves both
+  // streams: nothing ever runs on the capture stream, and replays run in order with everything else.
+  cudaStream_t stream = nullptr;
+  MINIDET_CUBLAS_CHECK(cublasGetStream(handle, &stream));
+  if (stream != current_stream()) {  // a new handle's stream is 0, not cudaStreamLegacy: set on first use
     MINIDET_CUBLAS_CHECK(cublasSetStream(handle, current_stream()));
+    MINIDET_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, kCublasWorkspaceBytes));
   }
   return handle;
 }

@@ -3,7 +3,9 @@
 // minidet queues all work on the legacy default stream of the current device. That keeps every kernel,
 // cuBLAS call and host<->device copy in one order, so the caching allocator can reuse a freed block
 // immediately and no op needs explicit synchronisation. (A multi-stream design would need per-stream
-// block pools and events; we choose readability.)
+// block pools and events; we choose readability.) The one exception is CUDA graph capture
+// (core/cuda/graph.h), which cannot record the legacy stream: for its scope a StreamOverride makes
+// current_stream() the capture stream, so every op's launches are recorded instead of run.
 #pragma once
 
 #include <cublas_v2.h>
@@ -14,6 +16,19 @@
 namespace minidet::cuda {
 
 cudaStream_t current_stream();
+// True while a StreamOverride is open on this thread (a graph capture is recording).
+bool stream_overridden();
+// Makes current_stream() return `stream` on this thread for a scope (graph capture only, see above).
+class StreamOverride {
+ public:
+  explicit StreamOverride(cudaStream_t stream);
+  ~StreamOverride();
+  StreamOverride(const StreamOverride&) = delete;
+  StreamOverride& operator=(const StreamOverride&) = delete;
+
+ private:
+  cudaStream_t previous_ = nullptr;
+};
 // The cuBLAS handle of the current device, created on first use, bound to current_stream().
 cublasHandle_t cublas_handle();
 int current_device();

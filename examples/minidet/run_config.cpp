@@ -29,6 +29,7 @@ void visit_schedule(V& v, S& s) {
   v.field("flip_probability", s.flip_probability);
   v.field("seed", s.seed);
   v.field("detection_images", s.detection_images);
+  v.field("cuda_graphs", s.cuda_graphs);
 }
 
 template <class V, class D>
@@ -75,6 +76,12 @@ struct Reader {
     if (!in.contains(key)) return;
     check_type(key, in.at(key).is_number(), "a number");
     value = in.at(key).get<double>();
+  }
+  void field(const char* key, bool& value) {
+    known.push_back(key);
+    if (!in.contains(key)) return;
+    check_type(key, in.at(key).is_boolean(), "true or false");
+    value = in.at(key).get<bool>();
   }
   void field(const char* key, std::string& value) {
     known.push_back(key);

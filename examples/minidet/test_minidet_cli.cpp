@@ -215,7 +215,7 @@ TEST_CASE("errors/minidet: bad arguments, files and data give one clear line and
       {"train --device gpu", "--device: gpu not in {auto,cpu,cuda} (see minidet --help)"},
       {"train --set schedule.stepz=3",
        "config: unknown key 'schedule.stepz' (known keys: steps, batch, lr, weight_decay, warmup, min_lr_factor, "
-       "eval_every, log_every, flip_probability, seed, detection_images)"},
+       "eval_every, log_every, flip_probability, seed, detection_images, cuda_graphs)"},
       {"train --set steps=3", "--set steps: name a section (schedule., data. or detector.), e.g. schedule.steps=300"},
       {"train --set schedule.steps=0", "config: schedule.steps must be at least 1, got 0"},
       {"train --config tiny.json --out run",

@@ -105,6 +105,7 @@ void build(Run& run, const TrainArgs& args) {
                 "of the ", group.size(), " ranks");
   run.generator = std::make_unique<Generator>(s.seed);
   run.model = std::make_unique<models::FasterRCNN>(run.setup.config.detector, run.generator.get());
+  run.model->use_cuda_graphs(s.cuda_graphs);
   run.model->to(run.device);
   run.optimizer = std::make_unique<nn::Adam>(std::vector<nn::ParamGroup>{{run.model->parameters(), s.lr, s.weight_decay}},
                                              nn::AdamOptions{0.9, 0.999, 1e-8, true});

@@ -152,8 +152,18 @@ Losses FasterRCNN::forward_train(const Tensor& images, const std::vector<Tensor>
   }
   Generator& gen = generator ? *generator : default_generator();
 
-  const Tensor features = backbone->forward(images);
-  const RPNOutput rpn_out = rpn->forward_train(features, {images.size(2), images.size(3)}, sizes, boxes, &gen);
+  Tensor features;
+  RPNHeadOutput head_out;
+  if (graphed_) {
+    const std::vector<Tensor> outputs = (*graphed_)({images});
+    features = outputs[0];
+    head_out = {outputs[1], outputs[2]};
+  } else {
+    features = backbone->forward(images);
+    head_out = rpn->head->forward(features);
+  }
+  const RPNOutput rpn_out =
+      rpn->forward_train(features, head_out, {images.size(2), images.size(3)}, sizes, boxes, &gen);
   Losses losses = roi_heads->forward_train(features, rpn_out.proposals, boxes, labels, &gen);
   losses["loss_objectness"] = rpn_out.losses.objectness;
   losses["loss_rpn_box_reg"] = rpn_out.losses.box;
@@ -192,6 +202,24 @@ Tensor FasterRCNN::total_loss(const Losses& losses) {
   for (const auto& [name, loss] : losses) total = total.defined() ? add(total, loss) : loss;
   return total;
 }
+
+void FasterRCNN::use_cuda_graphs(bool on) {
+  if (!on) {
+    graphed_.reset();
+    return;
+  }
+  if (graphed_) return;
+  // Only the part whose shapes never change within a run: the rest of the step depends on the proposals.
+  graphed_ = std::make_unique<nn::GraphedFunction>(
+      "backbone+rpn_head", std::vector<std::shared_ptr<nn::Module>>{backbone, rpn->head},
+      [this](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
+        const Tensor features = backbone->forward(inputs[0]);
+        const RPNHeadOutput out = rpn->head->forward(features);
+        return {features, out.objectness, out.deltas};
+      });
+}
+
+nn::GraphedCounts FasterRCNN::cuda_graph_counts() const { return graphed_ ? graphed_->counts() : nn::GraphedCounts{}; }
 
 std::string FasterRCNN::extra_repr() const {
   std::ostringstream out;

@@ -63,17 +63,25 @@ Tensor RPN::anchors(std::array<int64_t, 2> image_size, const Tensor& features) {
 RPNOutput RPN::forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
                              const std::vector<std::array<int64_t, 2>>& image_sizes,
                              const std::vector<Tensor>& gt_boxes, Generator* generator) {
+  (void)anchors(image_size, features);  // checks the features (shape, dtype, device) before the head sees them
+  return forward_train(features, head->forward(features), image_size, image_sizes, gt_boxes, generator);
+}
+
+RPNOutput RPN::forward_train(const Tensor& features, const RPNHeadOutput& out, std::array<int64_t, 2> image_size,
+                             const std::vector<std::array<int64_t, 2>>& image_sizes,
+                             const std::vector<Tensor>& gt_boxes, Generator* generator) {
   const char* op = "RPN::forward_train";
   const Tensor grid = anchors(image_size, features);
   const int64_t images = features.size(0);
   check_batch(op, image_size, image_sizes, images);
   MINIDET_CHECK(static_cast<int64_t>(gt_boxes.size()) == images, op, ": expected one gt_boxes tensor per image (",
                 images, "), got ", gt_boxes.size());
-  const RPNHeadOutput out = head->forward(features);
   const Tensor objectness = flatten_objectness(out.objectness), deltas = flatten_deltas(out.deltas);
   RPNOutput result;
-  result.proposals = rpn_proposals(objectness, deltas, grid, image_sizes, options_.train_proposals);
+  // The losses first: they need no proposal, so their kernels are queued while the GPU still runs the
+  // backbone, before rpn_proposals makes the host wait for its per-image counts (the step's one sync).
   result.losses = rpn_loss(objectness, deltas, grid, gt_boxes, generator, options_.loss);
+  result.proposals = rpn_proposals(objectness, deltas, grid, image_sizes, options_.train_proposals);
   return result;
 }
 

@@ -52,6 +52,11 @@ class RPN final : public nn::Module {
   RPNOutput forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
                           const std::vector<std::array<int64_t, 2>>& image_sizes,
                           const std::vector<Tensor>& gt_boxes, Generator* generator = nullptr);
+  // The same from the head's outputs on `features`, computed by the caller (FasterRCNN replays the backbone
+  // and the head as one CUDA graph).
+  RPNOutput forward_train(const Tensor& features, const RPNHeadOutput& head_out, std::array<int64_t, 2> image_size,
+                          const std::vector<std::array<int64_t, 2>>& image_sizes,
+                          const std::vector<Tensor>& gt_boxes, Generator* generator = nullptr);
   // Proposals only (test_proposals), no gradient recorded.
   RPNOutput forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
                           const std::vector<std::array<int64_t, 2>>& image_sizes);

@@ -303,3 +303,30 @@ TEST_CASE("values/dot: a leaf root is drawn as its leaf box") {
   INFO(dot);
   CHECK(dot.find("label=\"w \\\"quoted\\\"\\n(1,)\"") != std::string::npos);
 }
+
+TEST_CASE("values/engine: grad returns the inputs' gradients and leaves every .grad alone") {
+  // y = sum(a * b + a^2): dy/da = b + 2a, dy/db = a. c reaches y too, but is not asked for.
+  const Tensor a = from_vector<double>({1.0, -2.0, 3.0}).requires_grad_();
+  const Tensor b = from_vector<double>({0.5, 4.0, -1.0}).requires_grad_();
+  const Tensor c = from_vector<double>({2.0}).requires_grad_();
+  bool hook_ran = false;
+  autograd::register_hook(a, [&](const Tensor&) {
+    hook_ran = true;
+    return Tensor();
+  });
+  const Tensor y = sum(add(add(mul(a, b), mul(a, a)), c));
+  const autograd::TensorList grads = autograd::grad({y}, {a, b}, {}, /*retain_graph=*/true);
+  REQUIRE(grads.size() == 2);
+  CHECK(test::allclose(grads[0], from_vector<double>({2.5, 0.0, 5.0}), 0.0, 1e-12));
+  CHECK(test::allclose(grads[1], from_vector<double>({1.0, -2.0, 3.0}), 0.0, 1e-12));
+  CHECK(!a.grad().defined());
+  CHECK(!b.grad().defined());
+  CHECK(!c.grad().defined());
+  CHECK(!hook_ran);  // a leaf's hooks belong to accumulation into .grad
+  // A second output gradient scales the result; an input no path reaches gets an undefined gradient.
+  const Tensor unused = from_vector<double>({1.0}).requires_grad_();
+  const autograd::TensorList scaled = autograd::grad({y}, {b, unused}, {full({}, 3.0, kFloat64)});
+  CHECK(test::allclose(scaled[0], from_vector<double>({3.0, -6.0, 9.0}), 0.0, 1e-12));
+  CHECK(!scaled[1].defined());
+  CHECK_THROWS_CONTAINING(autograd::grad({y}, {from_vector<double>({1.0})}), "does not require grad");
+}

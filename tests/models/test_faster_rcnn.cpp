@@ -8,6 +8,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
+#include "core/deterministic.h"
 #include "core/factories.h"
 #include "core/transfer_counts.h"
 #include "data/shapes/shapes_dataset.h"
@@ -321,4 +322,58 @@ MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, wi
     CAPTURE(cpu_params[i].first);
     CHECK(test::allclose(gpu_params[i].second.grad().to(Device::cpu()), cpu_params[i].second.grad(), 1e-7, 1e-9));
   }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: training with CUDA graphs gives the losses and weights of eager training") {
+  // The backbone and the RPN head replay as graphs from the third step on (nn/graphs/graphed_function.h);
+  // the twin runs every op eagerly. Same weights, batches and sampling draws: the same training.
+  // Deterministic kernels (no atomics in deformable conv and RoIAlign), so that six AdamW steps cannot
+  // amplify a last-bit difference of summation order into a visible one.
+  DeterministicGuard deterministic;
+  Generator init_a(51), init_b(51);
+  FasterRCNN eager(test::tiny_detector_config(), &init_a), graphed(test::tiny_detector_config(), &init_b);
+  test::perturb_offset_predictors(eager, 52);
+  test::perturb_offset_predictors(graphed, 52);
+  CHECK(!eager.uses_cuda_graphs());  // the default
+  graphed.use_cuda_graphs(true);
+  REQUIRE(graphed.uses_cuda_graphs());
+  eager.to(Device::cuda());
+  graphed.to(Device::cuda());
+  nn::AdamW eager_opt({{eager.parameters(), 0.01, 0.01}}), graphed_opt({{graphed.parameters(), 0.01, 0.01}});
+  Generator sample_a(53), sample_b(53);
+  for (int step = 0; step < 6; ++step) {
+    CAPTURE(step);
+    const TinyBatch b = tiny_batch(60 + static_cast<uint64_t>(step));
+    const Tensor images = b.images.to(kFloat32).to(Device::cuda());
+    std::vector<Tensor> boxes;
+    for (const Tensor& box : b.boxes) boxes.push_back(box.to(kFloat32));
+    const TransferCounts before = transfer_counts();
+    const Losses got = graphed.forward_train(images, boxes, b.labels, b.sizes, &sample_b);
+    FasterRCNN::total_loss(got).backward();
+    CHECK((transfer_counts() - before).device_to_host == 1);  // graphs add no synchronisation
+    const Losses want = eager.forward_train(images, boxes, b.labels, b.sizes, &sample_a);
+    FasterRCNN::total_loss(want).backward();
+    for (const auto& [name, loss] : want) {
+      CAPTURE(name);
+      CHECK(value(got.at(name)) == doctest::Approx(value(loss)).epsilon(1e-4));
+    }
+    graphed_opt.step();
+    eager_opt.step();
+    graphed_opt.zero_grad();
+    eager_opt.zero_grad();
+  }
+  const auto a = eager.named_parameters(), b = graphed.named_parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(a[i].first);
+    CHECK(test::allclose(b[i].second.detach().cpu(), a[i].second.detach().cpu(), 1e-3, 1e-5));
+  }
+  const auto ab = eager.named_buffers(), bb = graphed.named_buffers();
+  for (size_t i = 0; i < ab.size(); ++i) {
+    CAPTURE(ab[i].first);
+    CHECK(test::allclose(bb[i].second.cpu(), ab[i].second.cpu(), 1e-3, 1e-5));
+  }
+  const nn::GraphedCounts counts = graphed.cuda_graph_counts();
+  CHECK(counts.eager == 2);
+  CHECK(counts.captures == 1);
+  CHECK(counts.replays == 4);
 }

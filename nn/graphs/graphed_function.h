@@ -1,0 +1,85 @@
+// GraphedFunction: a module's training forward and backward replayed as two CUDA graphs, as
+// torch.cuda.make_graphed_callables does (the graph machinery: core/cuda/graph.h).
+//
+// With f the wrapped function (a module's forward), x its inputs and θ the module's parameters:
+//
+//   calls 1..warmup     eager: y = f(x). Caches settle (cuBLAS, shared scalars), results are exact.
+//   the next call       capture  G_fwd:  x̂ ← copy of x;  ŷ = f(x̂), with autograd recording     (nothing runs)
+//                       capture  G_bwd:  (∂L/∂x̂, ∂L/∂θ) = autograd::grad(ŷ -> x̂, θ; ĝ)         (nothing runs)
+//                       where x̂ (fixed inputs) and ĝ (fixed output gradients) are tensors this object
+//                       owns, and ŷ, the activations f saved and the gradients live in the graphs' pool.
+//   every later call    x̂ ← x; replay G_fwd; return y = ŷ, with ONE autograd node whose backward is
+//                       ĝ ← dL/dy; replay G_bwd; return the fixed gradients ∂L/∂x̂ and ∂L/∂θ.
+//
+// So a step pays one copy per input, one graph launch, one node, and in backward one copy per output and one
+// launch, whatever f does inside: for the detector's backbone ~250 kernels each of which cost the host an
+// op's bookkeeping and a launch. The results are those of the eager code: the same kernels on the same
+// values (cuda/graphed_function tests it).
+//
+// Graphs are used only where they are right, and eager f runs otherwise:
+// - grad mode on, every input a CUDA tensor, anomaly mode and backward tracing off (they need the nodes);
+// - the same input shapes, dtypes and requires_grad flags, deterministic mode, module mode (train/eval), and parameter and
+//   buffer addresses as at capture (a graph holds raw pointers: moving the module, loading tensors that
+//   replace parameters, or new input shapes all mean a new warm-up and capture);
+// - the last replay's backward has run or can no longer run: a second replay would overwrite ŷ and the saved
+//   activations under a backward still to come.
+// What a caller must know: the outputs y are the graph's fixed buffers and the next replay overwrites them
+// (keep a clone to hold them longer); a parameter's .grad becomes the graph's fixed gradient buffer when it
+// had none (as stolen by AccumulateGrad; zero_grad(set_to_none) between steps, as training does), and an
+// existing .grad that is that buffer is first copied out, so accumulation over steps stays right. Buffers
+// updated inside f (BatchNorm's running statistics) are updated by every replay.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "nn/module/module.h"
+
+namespace minidet::nn {
+
+struct GraphedCounts {
+  int64_t eager = 0;     // calls that ran f eagerly (warm-up, or graphs not applicable)
+  int64_t captures = 0;  // forward + backward captures
+  int64_t replays = 0;   // forward replays (each with its backward, when backward ran)
+};
+
+class GraphedFunction {
+ public:
+  using Function = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+  // `modules` own the parameters and buffers f uses (their parameters get gradients); f must compute only
+  // with CUDA work, no host copies or synchronisation (capture refuses those with a clear error).
+  GraphedFunction(std::string name, std::vector<std::shared_ptr<Module>> modules, Function function,
+                  int warmup_calls = 2);
+  ~GraphedFunction();
+  GraphedFunction(const GraphedFunction&) = delete;
+  GraphedFunction& operator=(const GraphedFunction&) = delete;
+
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+  const GraphedCounts& counts() const { return counts_; }
+  // Drops the graphs and their memory; the next calls warm up and capture again.
+  void reset();
+
+ private:
+  struct Captured;
+  bool applicable(const std::vector<Tensor>& inputs) const;
+  std::string signature(const std::vector<Tensor>& inputs) const;
+  void capture(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
+
+  std::string name_;
+  std::vector<Tensor> parameters() const;
+  std::vector<std::shared_ptr<Module>> modules_;
+  Function function_;
+  int warmup_calls_;
+  std::string signature_;  // of the calls being warmed up or captured
+  int warm_calls_ = 0;
+  std::shared_ptr<Captured> captured_;
+  GraphedCounts counts_;
+};
+
+}  // namespace minidet::nn
