@@ -31,7 +31,11 @@ void copy_strided_cuda(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
   if (n == 0) return;
   cuda::DeviceGuard guard(dst.device());
-  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
+  // Dense copies are one cudaMemcpyAsync, except while a CUDA graph is being captured: there the copy kernel
+  // below is recorded instead, so that a graph holds kernels only. (compute-sanitizer's initcheck checks a
+  // graph's memcpy sources when the graph is launched, before the kernels that write them in the same
+  // launch have run, and reports a false uninitialized read; kernel reads are checked when they happen.)
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && !cuda::stream_overridden()) {
     MINIDET_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), n * element_size(dst.dtype()),
                                        cudaMemcpyDeviceToDevice, cuda::current_stream()));
     return;

@@ -89,6 +89,23 @@ void CudaGraph::replay() {
   MINIDET_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), current_stream()));
 }
 
+double time_replays_ms(const std::vector<CudaGraph*>& graphs, int rounds) {
+  MINIDET_CHECK(rounds >= 1, "time_replays_ms: expected at least 1 round, got ", rounds);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  MINIDET_CUDA_CHECK(cudaEventCreate(&start));
+  MINIDET_CUDA_CHECK(cudaEventCreate(&stop));
+  MINIDET_CUDA_CHECK(cudaEventRecord(start, current_stream()));
+  for (int r = 0; r < rounds; ++r)
+    for (CudaGraph* graph : graphs) graph->replay();
+  MINIDET_CUDA_CHECK(cudaEventRecord(stop, current_stream()));
+  MINIDET_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  MINIDET_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  return static_cast<double>(ms) / rounds;
+}
+
 #else  // CPU-only build
 
 namespace {
@@ -103,6 +120,7 @@ CudaGraph::CudaGraph(std::shared_ptr<GraphPool>) { no_cuda("cuda::CudaGraph"); }
 CudaGraph::~CudaGraph() = default;
 void CudaGraph::capture(const std::function<void()>&) { no_cuda("cuda::CudaGraph::capture"); }
 void CudaGraph::replay() { no_cuda("cuda::CudaGraph::replay"); }
+double time_replays_ms(const std::vector<CudaGraph*>&, int) { no_cuda("cuda::time_replays_ms"); }
 
 #endif
 

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace minidet::cuda {
 
@@ -62,5 +63,9 @@ class CudaGraph {
   void* graph_ = nullptr;  // cudaGraph_t
   void* exec_ = nullptr;   // cudaGraphExec_t
 };
+
+// For benchmarks: the GPU time of replaying `graphs` in order, `rounds` times back to back (CUDA events
+// around all of them), in ms per round. The replays do their work for real.
+double time_replays_ms(const std::vector<CudaGraph*>& graphs, int rounds);
 
 }  // namespace minidet::cuda

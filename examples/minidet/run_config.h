@@ -33,7 +33,7 @@ struct Schedule {
   double flip_probability = 0.5;
   uint64_t seed = 0;           // weights, data order, flips and the samplers
   int64_t detection_images = 4;  // validation images drawn into detections/ at each evaluation
-  bool cuda_graphs = false;      // on a GPU, replay the backbone and RPN head as CUDA graphs (opt-in, see
+  bool cuda_graphs = true;       // on a GPU, replay the backbone and RPN head as CUDA graphs (same results,
                                  // FasterRCNN::use_cuda_graphs)
 };
 

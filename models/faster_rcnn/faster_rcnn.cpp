@@ -84,6 +84,7 @@ FasterRCNN::FasterRCNN(const DetectorConfig& config, Generator* generator)
   roi_options.check_proposal_values = false;
   backbone = register_module("backbone", std::make_shared<Backbone>(backbone_options));
   rpn = register_module("rpn", std::make_shared<RPN>(rpn_options));
+  use_cuda_graphs(true);
   roi_heads = register_module("roi_heads", std::make_shared<RoIHeads>(roi_options));
 }
 
@@ -162,9 +163,10 @@ Losses FasterRCNN::forward_train(const Tensor& images, const std::vector<Tensor>
     features = backbone->forward(images);
     head_out = rpn->head->forward(features);
   }
+  // Proposals as one padded table: no step of training waits for the GPU (models/common/padded_proposals.h).
   const RPNOutput rpn_out =
-      rpn->forward_train(features, head_out, {images.size(2), images.size(3)}, sizes, boxes, &gen);
-  Losses losses = roi_heads->forward_train(features, rpn_out.proposals, boxes, labels, &gen);
+      rpn->forward_train_padded(features, head_out, {images.size(2), images.size(3)}, sizes, boxes, &gen);
+  Losses losses = roi_heads->forward_train_padded(features, rpn_out.padded, boxes, labels, &gen);
   losses["loss_objectness"] = rpn_out.losses.objectness;
   losses["loss_rpn_box_reg"] = rpn_out.losses.box;
   return losses;

@@ -27,8 +27,10 @@
 // background.
 //
 // Host synchronisations of a CUDA training step (counted by core/transfer_counts.h, asserted by the
-// cuda/faster_rcnn test): the RPN's proposals (models/rpn/rpn_proposals.h), RoIAlign's check of the rois, and
-// the target check above when the targets live on the GPU. Everything else stays on the device.
+// cuda/faster_rcnn test): none with targets on the CPU (one for the target check above when they live on the
+// GPU). The RPN hands its proposals on as one padded table with device-side counts
+// (models/common/padded_proposals.h, rpn_proposals_padded, sample_rois_padded), and RoIAlign trusts the
+// detector's own rois, so the host queues a whole step and the next one without waiting for the GPU.
 #pragma once
 
 #include <map>
@@ -82,14 +84,15 @@ class FasterRCNN final : public nn::Module {
 
   // Training on a GPU replays the backbone and the RPN head, forward and backward, as CUDA graphs
   // (nn/graphs/graphed_function.h) once two steps have warmed them up: the same results with ~450 fewer
-  // kernel launches from the host per step (828 -> 374 at batch 8). Off by default (opt-in: `minidet train
-  // --set schedule.cuda_graphs=true`) until compute-sanitizer's initcheck report on a copy inside the
-  // replayed graph is explained (docs/benchmarks.md); off runs every op eagerly. Used only where graphs
-  // apply: CUDA tensors, grad mode on (GraphedFunction decides per call).
+  // kernel launches from the host per step (828 -> 374 at batch 8). On by default (`minidet train --set
+  // schedule.cuda_graphs=false` turns it off); off runs every op eagerly. Used only where graphs apply: CUDA
+  // tensors, grad mode on (GraphedFunction decides per call).
   void use_cuda_graphs(bool on);
   bool uses_cuda_graphs() const { return graphed_ != nullptr; }
   // Eager, captured and replayed calls of the graphed part so far (all zero when off).
   nn::GraphedCounts cuda_graph_counts() const;
+  // For benchmarks: the GPU time of the graphed part's forward + backward (GraphedFunction::replay_gpu_ms).
+  double cuda_graph_gpu_ms(int rounds = 20) { return graphed_ ? graphed_->replay_gpu_ms(rounds) : 0.0; }
 
   std::shared_ptr<Backbone> backbone;
   std::shared_ptr<RPN> rpn;

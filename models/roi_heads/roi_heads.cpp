@@ -41,6 +41,19 @@ std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, co
   return roi_heads_loss(forward_box_head(features, sample.rois), sample, options_.smooth_l1_beta);
 }
 
+std::map<std::string, Tensor> RoIHeads::forward_train_padded(const Tensor& features, const PaddedProposals& proposals,
+                                                      const std::vector<Tensor>& gt_boxes,
+                                                      const std::vector<Tensor>& gt_labels, Generator* generator) {
+  const char* op = "RoIHeads::forward_train_padded";
+  std::vector<Tensor> slots;  // views, for the checks of shapes, dtypes and devices
+  if (proposals.boxes.defined() && proposals.boxes.dim() == 3)
+    for (int64_t n = 0; n < proposals.boxes.size(0); ++n) slots.push_back(proposals.boxes.select(0, n));
+  detail::check_features(op, features, options_.in_channels, slots);
+  if (options_.check_targets) check_roi_targets(gt_boxes, gt_labels, options_.num_classes);  // 1 sync on CUDA
+  const RoISample sample = sample_rois_padded(proposals, gt_boxes, gt_labels, options_, generator);
+  return roi_heads_loss(forward_box_head(features, sample.rois), sample, options_.smooth_l1_beta);
+}
+
 std::vector<Detections> RoIHeads::forward_infer(const Tensor& features, const std::vector<Tensor>& proposals,
                                                 const ImageSizes& image_sizes) {
   const char* op = "RoIHeads::forward_infer";

@@ -67,6 +67,7 @@
 
 #include "core/generator.h"
 #include "core/tensor.h"
+#include "models/common/padded_proposals.h"
 #include "models/roi_heads/box_head.h"
 #include "nn/module/module.h"
 
@@ -123,6 +124,14 @@ using ImageSizes = std::vector<std::array<int64_t, 2>>;
 RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,
                       const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
                       Generator* generator = nullptr);
+// The same from padded proposals (models/common/padded_proposals.h), with no host synchronisation: image n's
+// candidates are its first counts[n] proposal slots and its objects; every image keeps K = min(batch, P + Mw)
+// rows (Mw: the most objects of any image), the rows past its sample being padding (valid false). The
+// sampled rows are drawn as in the per-image path, from a layout of P + Mw candidates per image, so the same
+// generator state samples other (equally likely) rows than that path does.
+RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector<Tensor>& gt_boxes,
+                      const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
+                      Generator* generator = nullptr);
 
 // The two losses (0-dim), keyed "loss_classifier" and "loss_box_reg" as in torchvision.
 std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const RoISample& sample,
@@ -144,6 +153,10 @@ class RoIHeads final : public nn::Module {
   // features (N, F, h, w); one proposals / gt_boxes / gt_labels tensor per image. generator: the sampler's
   // (the default generator when null). Returns the losses of roi_heads_loss.
   std::map<std::string, Tensor> forward_train(const Tensor& features, const std::vector<Tensor>& proposals,
+                                              const std::vector<Tensor>& gt_boxes,
+                                              const std::vector<Tensor>& gt_labels, Generator* generator = nullptr);
+  // The same from padded proposals: no host synchronisation (FasterRCNN's training step).
+  std::map<std::string, Tensor> forward_train_padded(const Tensor& features, const PaddedProposals& proposals,
                                               const std::vector<Tensor>& gt_boxes,
                                               const std::vector<Tensor>& gt_labels, Generator* generator = nullptr);
   // Detections per image; runs without recording gradients.

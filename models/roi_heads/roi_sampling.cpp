@@ -128,6 +128,43 @@ Slots fill_slots(const Candidates& all, const Tensor& sampled, const Tensor& pos
   return out;
 }
 
+// Steps 2 and 3 of sample_rois for matched candidates (n, W): one sampler call for all images (labels padded
+// with "ignored"; its random priorities make one host-to-device copy, not one per image), the slots of all
+// images, their regression targets in one encode, and the rois (image, box) with image_ids (n) the image
+// index of each row of the tables. Image i keeps its first min(K, candidates_i) slots; when every image keeps
+// all K, the tables are the sample as they are, otherwise each output is cut per image and joined (one copy
+// per image and output).
+RoISample sample_and_fill(const Candidates& all, const Tensor& positions, const Tensor& image_ids,
+                          const std::vector<int64_t>& candidates, const RoIHeadsOptions& options,
+                          Generator* generator) {
+  const BalancedPositiveNegativeSampler sampler(options.batch_size_per_image, options.positive_fraction);
+  const BoxCoder coder(options.box_coder_weights);
+  const TensorOptions box_options = all.boxes.options(), index_options(kInt64, box_options.device);
+  const SampledMasks sample = sampler(all.class_labels, generator);
+  const Tensor sampled = where(sample.positive, sample.positive, sample.negative);  // positive or negative
+
+  const Slots slots = fill_slots(all, sampled, positions, options.batch_size_per_image);
+  const int64_t n = slots.boxes.size(0), k = slots.boxes.size(1);
+  const Tensor image_column = image_ids.view({n, 1, 1}).expand({n, k, 1});
+  const Tensor targets = where(slots.foreground_rows, coder.encode(slots.target_boxes, slots.boxes),
+                               shared_scalar(0.0, box_options));
+  std::vector<Tensor> tables = {cat({image_column, slots.boxes}, 2), slots.labels, targets, slots.valid};
+  std::vector<int64_t> kept;
+  for (int64_t c : candidates) kept.push_back(std::min(k, c));
+  const bool ragged = std::any_of(kept.begin(), kept.end(), [&](int64_t slots_i) { return slots_i < k; });
+  for (Tensor& table : tables) {
+    if (!ragged) {
+      table = table.flatten(0, 1);
+      continue;
+    }
+    std::vector<Tensor> pieces;
+    for (int64_t i = 0; i < n; ++i)
+      pieces.push_back(narrow(select(table, 0, i), 0, 0, kept[static_cast<size_t>(i)]));
+    table = cat(pieces, 0);
+  }
+  return {tables[0], tables[1], tables[2], tables[3]};
+}
+
 }  // namespace
 
 RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,
@@ -138,8 +175,6 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
   detail::check_targets_shapes(op, proposals, gt_boxes, gt_labels);
   NoGradGuard no_grad;  // targets are constants of the loss; proposals are detached as in torchvision
   const Matcher matcher(options.fg_iou_threshold, options.bg_iou_threshold, /*allow_low_quality_matches=*/false);
-  const BalancedPositiveNegativeSampler sampler(options.batch_size_per_image, options.positive_fraction);
-  const BoxCoder coder(options.box_coder_weights);
   const TensorOptions box_options = proposals[0].options(), index_options(kInt64, box_options.device);
 
   // 1. Match every image's candidates. Images without any (no proposals, no objects) sample nothing.
@@ -160,36 +195,53 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
   const Candidates all =
       match_candidates(proposals, gt_boxes, gt_labels, images, widest, widest_gt, matcher, positions);
 
-  // 2. One sampler call for all images (labels padded with "ignored"): its random priorities make one
-  // host-to-device copy, not one per image.
-  const SampledMasks sample = sampler(all.class_labels, generator);
-  const Tensor sampled = where(sample.positive, sample.positive, sample.negative);  // positive or negative
-
-  // 3. The slots of all images, their regression targets in one encode, and the rois (image, box). Image i
-  // keeps its first min(batch, count_i) slots; when every image keeps all K, the tables are the sample as
-  // they are, otherwise each output is cut per image and joined (one copy per image and output).
-  const Slots slots = fill_slots(all, sampled, positions, options.batch_size_per_image);
-  const int64_t n = static_cast<int64_t>(images.size()), k = slots.boxes.size(1);
+  // 2. and 3.: sampling, slots, targets; each image keeps its first min(batch, count) slots.
+  std::vector<int64_t> kept;
+  for (size_t i : images) kept.push_back(proposals[i].size(0) + gt_boxes[i].size(0));
   std::vector<double> image_ids;
   for (size_t i : images) image_ids.push_back(static_cast<double>(i));
-  const Tensor image_column = from_vector<double>(image_ids, {n, 1, 1}).to(box_options).expand({n, k, 1});
-  const Tensor targets = where(slots.foreground_rows, coder.encode(slots.target_boxes, slots.boxes),
-                               shared_scalar(0.0, box_options));
-  std::vector<Tensor> tables = {cat({image_column, slots.boxes}, 2), slots.labels, targets, slots.valid};
-  std::vector<int64_t> kept;
-  for (size_t i : images) kept.push_back(std::min(k, proposals[i].size(0) + gt_boxes[i].size(0)));
-  const bool ragged = std::any_of(kept.begin(), kept.end(), [&](int64_t slots_i) { return slots_i < k; });
-  for (Tensor& table : tables) {
-    if (!ragged) {
-      table = table.flatten(0, 1);
-      continue;
-    }
-    std::vector<Tensor> pieces;
-    for (int64_t i = 0; i < n; ++i)
-      pieces.push_back(narrow(select(table, 0, i), 0, 0, kept[static_cast<size_t>(i)]));
-    table = cat(pieces, 0);
-  }
-  return {tables[0], tables[1], tables[2], tables[3]};
+  return sample_and_fill(all, positions, from_vector<double>(image_ids).to(box_options), kept, options, generator);
+}
+
+RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector<Tensor>& gt_boxes,
+                      const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options, Generator* generator) {
+  const char* op = "sample_rois_padded";
+  detail::check_options(op, options);
+  MINIDET_CHECK(proposals.boxes.defined() && proposals.boxes.dim() == 3 && proposals.boxes.size(2) == 4, op,
+                ": expected padded proposals of shape (N, P, 4)");
+  const int64_t n = proposals.boxes.size(0), p = proposals.boxes.size(1);
+  MINIDET_CHECK(proposals.counts.defined() && proposals.counts.dtype() == kInt64 &&
+                    proposals.counts.sizes() == Shape{n} && proposals.counts.device() == proposals.boxes.device(),
+                op, ": expected int64 proposal counts of shape (", n, ") on ", proposals.boxes.device());
+  // Each image's P slots as its proposals: the checks and the matching treat them as P candidates, and the
+  // slots past the image's count are then made "ignored" on the device, so the host never reads a count.
+  std::vector<Tensor> slots;
+  for (int64_t i = 0; i < n; ++i) slots.push_back(proposals.boxes.select(0, i));
+  detail::check_proposals(op, slots);
+  detail::check_targets_shapes(op, slots, gt_boxes, gt_labels);
+  NoGradGuard no_grad;
+  const Matcher matcher(options.fg_iou_threshold, options.bg_iou_threshold, /*allow_low_quality_matches=*/false);
+  const TensorOptions box_options = proposals.boxes.options(), index_options(kInt64, box_options.device);
+  int64_t widest_gt = 1;
+  for (const Tensor& g : gt_boxes) widest_gt = std::max(widest_gt, g.size(0));
+  const int64_t widest = p + widest_gt;
+  if (n == 0)
+    return {zeros({0, 5}, box_options), zeros({0}, index_options), zeros({0, 4}, box_options),
+            zeros({0}, TensorOptions(kBool, box_options.device))};
+  std::vector<size_t> images(static_cast<size_t>(n));
+  for (size_t i = 0; i < images.size(); ++i) images[i] = i;
+  const Tensor positions = arange(static_cast<double>(widest), index_options);
+  Candidates all = match_candidates(slots, gt_boxes, gt_labels, images, widest, widest_gt, matcher, positions);
+  // A candidate is a proposal of its image when its slot is below the count, an object (or padding, which
+  // match_candidates already ignores) from slot P on.
+  const Tensor slot = positions.unsqueeze(0);  // (1, W)
+  const Tensor proposal = lt(slot, proposals.counts.unsqueeze(1));  // (n, W)
+  const Tensor candidate = where(proposal, proposal, ge(slot, static_cast<double>(p)).expand({n, widest}));
+  all.class_labels = where(candidate, all.class_labels, shared_scalar(-1.0, index_options));
+  // Every image keeps all K slots: the rows past its sample are padding (valid false), as in the per-image
+  // path when an image samples fewer than K, and the losses average over the valid rows only.
+  const std::vector<int64_t> kept(static_cast<size_t>(n), widest);
+  return sample_and_fill(all, positions, arange(static_cast<double>(n), box_options), kept, options, generator);
 }
 
 void check_roi_targets(const std::vector<Tensor>& gt_boxes, const std::vector<Tensor>& gt_labels,

@@ -23,6 +23,15 @@ void check_batch(const char* op, std::array<int64_t, 2> image_size,
                   image_size[0], ", ", image_size[1], ")");
 }
 
+// The batch (above) and one gt_boxes tensor per image.
+void check_targets(const char* op, std::array<int64_t, 2> image_size,
+                   const std::vector<std::array<int64_t, 2>>& image_sizes, int64_t images,
+                   const std::vector<Tensor>& gt_boxes) {
+  check_batch(op, image_size, image_sizes, images);
+  MINIDET_CHECK(static_cast<int64_t>(gt_boxes.size()) == images, op, ": expected one gt_boxes tensor per image (",
+                images, "), got ", gt_boxes.size());
+}
+
 }  // namespace
 
 RPN::RPN(RPNOptions options)
@@ -63,25 +72,29 @@ Tensor RPN::anchors(std::array<int64_t, 2> image_size, const Tensor& features) {
 RPNOutput RPN::forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
                              const std::vector<std::array<int64_t, 2>>& image_sizes,
                              const std::vector<Tensor>& gt_boxes, Generator* generator) {
-  (void)anchors(image_size, features);  // checks the features (shape, dtype, device) before the head sees them
-  return forward_train(features, head->forward(features), image_size, image_sizes, gt_boxes, generator);
-}
-
-RPNOutput RPN::forward_train(const Tensor& features, const RPNHeadOutput& out, std::array<int64_t, 2> image_size,
-                             const std::vector<std::array<int64_t, 2>>& image_sizes,
-                             const std::vector<Tensor>& gt_boxes, Generator* generator) {
   const char* op = "RPN::forward_train";
   const Tensor grid = anchors(image_size, features);
-  const int64_t images = features.size(0);
-  check_batch(op, image_size, image_sizes, images);
-  MINIDET_CHECK(static_cast<int64_t>(gt_boxes.size()) == images, op, ": expected one gt_boxes tensor per image (",
-                images, "), got ", gt_boxes.size());
+  check_targets(op, image_size, image_sizes, features.size(0), gt_boxes);
+  const RPNHeadOutput out = head->forward(features);
   const Tensor objectness = flatten_objectness(out.objectness), deltas = flatten_deltas(out.deltas);
   RPNOutput result;
   // The losses first: they need no proposal, so their kernels are queued while the GPU still runs the
-  // backbone, before rpn_proposals makes the host wait for its per-image counts (the step's one sync).
+  // backbone, before rpn_proposals makes the host wait for its per-image counts.
   result.losses = rpn_loss(objectness, deltas, grid, gt_boxes, generator, options_.loss);
   result.proposals = rpn_proposals(objectness, deltas, grid, image_sizes, options_.train_proposals);
+  return result;
+}
+
+RPNOutput RPN::forward_train_padded(const Tensor& features, const RPNHeadOutput& out, std::array<int64_t, 2> image_size,
+                                    const std::vector<std::array<int64_t, 2>>& image_sizes,
+                                    const std::vector<Tensor>& gt_boxes, Generator* generator) {
+  const char* op = "RPN::forward_train_padded";
+  const Tensor grid = anchors(image_size, features);
+  check_targets(op, image_size, image_sizes, features.size(0), gt_boxes);
+  const Tensor objectness = flatten_objectness(out.objectness), deltas = flatten_deltas(out.deltas);
+  RPNOutput result;
+  result.losses = rpn_loss(objectness, deltas, grid, gt_boxes, generator, options_.loss);
+  result.padded = rpn_proposals_padded(objectness, deltas, grid, image_sizes, options_.train_proposals);
   return result;
 }
 

@@ -39,7 +39,8 @@ struct RPNOptions {
 };
 
 struct RPNOutput {
-  std::vector<Tensor> proposals;  // per image (P_n, 4), detached
+  std::vector<Tensor> proposals;  // per image (P_n, 4), detached (empty from forward_train_padded)
+  PaddedProposals padded;         // defined only by forward_train_padded
   RPNLosses losses;               // defined only by forward_train
 };
 
@@ -52,11 +53,12 @@ class RPN final : public nn::Module {
   RPNOutput forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
                           const std::vector<std::array<int64_t, 2>>& image_sizes,
                           const std::vector<Tensor>& gt_boxes, Generator* generator = nullptr);
-  // The same from the head's outputs on `features`, computed by the caller (FasterRCNN replays the backbone
-  // and the head as one CUDA graph).
-  RPNOutput forward_train(const Tensor& features, const RPNHeadOutput& head_out, std::array<int64_t, 2> image_size,
-                          const std::vector<std::array<int64_t, 2>>& image_sizes,
-                          const std::vector<Tensor>& gt_boxes, Generator* generator = nullptr);
+  // The same from the head's outputs on `features`, computed by the caller (FasterRCNN may replay the
+  // backbone and the head as one CUDA graph), with the proposals as one padded table (rpn_proposals_padded):
+  // no host synchronisation.
+  RPNOutput forward_train_padded(const Tensor& features, const RPNHeadOutput& head_out,
+                                 std::array<int64_t, 2> image_size, const std::vector<std::array<int64_t, 2>>& image_sizes,
+                                 const std::vector<Tensor>& gt_boxes, Generator* generator = nullptr);
   // Proposals only (test_proposals), no gradient recorded.
   RPNOutput forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
                           const std::vector<std::array<int64_t, 2>>& image_sizes);

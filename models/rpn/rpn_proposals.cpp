@@ -8,7 +8,9 @@
 //   order     = argsort(selected, dim 1, descending)       stable: each image's selected positions first,
 //                                                          in position order = decreasing score order
 //   rows      = boxes[order[:, :P]]                        (N, P, 4), P = min(post_nms_top_n, T)
-//   counts    = sum(selected, dim 1), copied to the host   THE sync; image n gets rows[n, :min(count_n, P)]
+//   counts    = sum(selected, dim 1)                       image n's proposals are rows[n, :min(count_n, P)]
+// rpn_proposals copies the counts to the host (THE sync) and cuts each image's slice; rpn_proposals_padded
+// returns rows and counts as they are, for a training step that never waits (models/common/padded_proposals.h).
 // An invalid row cannot touch a valid one in NMS: its group differs, and a zero box has IoU 0 with anything
 // anyway. Zeroing it also keeps NaN (from NaN objectness or deltas) out of NMS, which would refuse it: such
 // a row simply is not a proposal, as remove_small_boxes drops NaN boxes.
@@ -71,21 +73,23 @@ void check_proposal_options(const char* op, const ProposalOptions& o) {
                 o.min_size);
 }
 
-std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,
-                                  const std::vector<std::array<int64_t, 2>>& image_sizes,
-                                  const ProposalOptions& options) {
-  const char* op = "rpn_proposals";
+namespace {
+
+// Everything up to the counts, on the device: (N, P, 4) rows in selection order, the per-image counts of
+// selected rows (N), and NMS's status. images == 0 or top == 0: undefined tensors.
+struct Selected {
+  Tensor rows, counts, status;
+};
+
+Selected select_proposals(const char* op, const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,
+                          const std::vector<std::array<int64_t, 2>>& image_sizes, const ProposalOptions& options) {
   check_proposal_options(op, options);
   check_inputs(op, objectness, deltas, anchors);
   const int64_t images = objectness.size(0), k = objectness.size(1);
   detail::check_image_sizes(op, image_sizes, images);
   const TensorOptions box_options = anchors.options();
   const int64_t top = std::min(options.pre_nms_top_n, k), post = std::min(options.post_nms_top_n, top);
-  std::vector<Tensor> proposals;
-  if (images == 0 || top == 0) {
-    for (int64_t n = 0; n < images; ++n) proposals.push_back(zeros({0, 4}, box_options));
-    return proposals;
-  }
+  if (images == 0 || top == 0) return {};
 
   NoGradGuard no_grad;
   const ValuesIndices best = topk(objectness.detach(), top, 1);  // (N, T)
@@ -113,12 +117,42 @@ std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas
   const Tensor selected = where(valid, nms.keep_mask.reshape({images, top}), valid);  // (N, T) bool
 
   const Tensor order = argsort(selected.to(kUInt8), 1, /*descending=*/true).narrow(1, 0, post);
-  const Tensor rows = detail::take_rows(boxes, order);  // (N, P, 4)
+  return {detail::take_rows(boxes, order), sum(selected, {1}), nms.status};  // (N, P, 4), (N), (2)
+}
+
+}  // namespace
+
+std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,
+                                  const std::vector<std::array<int64_t, 2>>& image_sizes,
+                                  const ProposalOptions& options) {
+  const char* op = "rpn_proposals";
+  const Selected s = select_proposals(op, objectness, deltas, anchors, image_sizes, options);
+  const int64_t images = objectness.size(0);
+  std::vector<Tensor> proposals;
+  if (!s.rows.defined()) {
+    for (int64_t n = 0; n < images; ++n) proposals.push_back(zeros({0, 4}, anchors.options()));
+    return proposals;
+  }
+  const int64_t post = s.rows.size(1);
   // The one synchronisation: per-image counts and NMS's status travel together.
-  const std::vector<int64_t> counts = cat({sum(selected, {1}), nms.status}, 0).to_vector<int64_t>();
+  const std::vector<int64_t> counts = cat({s.counts, s.status}, 0).to_vector<int64_t>();
   ops::detail::check_nms_status(op, {counts[images], counts[images + 1]});  // never fires: NMS sees finite rows
-  for (int64_t n = 0; n < images; ++n) proposals.push_back(rows.select(0, n).narrow(0, 0, std::min(counts[n], post)));
+  for (int64_t n = 0; n < images; ++n)
+    proposals.push_back(s.rows.select(0, n).narrow(0, 0, std::min(counts[n], post)));
   return proposals;
+}
+
+PaddedProposals rpn_proposals_padded(const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,
+                                     const std::vector<std::array<int64_t, 2>>& image_sizes,
+                                     const ProposalOptions& options) {
+  const Selected s = select_proposals("rpn_proposals_padded", objectness, deltas, anchors, image_sizes, options);
+  if (!s.rows.defined()) {
+    const int64_t images = objectness.size(0);
+    return {zeros({images, 0, 4}, anchors.options()), zeros({images}, TensorOptions(kInt64, anchors.device()))};
+  }
+  // A count can exceed P (more rows survive NMS than post_nms_top_n): the image keeps P.
+  const double post = static_cast<double>(s.rows.size(1));
+  return {s.rows, where(gt(s.counts, post), shared_scalar(post, s.counts.options()), s.counts)};
 }
 
 }  // namespace minidet::models

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "models/common/padded_proposals.h"
 
 namespace minidet::models {
 
@@ -50,5 +51,12 @@ void check_proposal_options(const char* op, const ProposalOptions& options);
 std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,
                                   const std::vector<std::array<int64_t, 2>>& image_sizes,
                                   const ProposalOptions& options = {});
+
+// The same proposals as one (N, P, 4) table and device-side counts (models/common/padded_proposals.h),
+// P = min(post_nms_top_n, pre_nms_top_n, K): no host synchronisation at all. NMS's status is not read (it
+// cannot fire here: NMS sees finite rows only, see rpn_proposals.cpp). N = 0 or K = 0: P = 0, empty tables.
+PaddedProposals rpn_proposals_padded(const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,
+                                     const std::vector<std::array<int64_t, 2>>& image_sizes,
+                                     const ProposalOptions& options = {});
 
 }  // namespace minidet::models

@@ -62,6 +62,13 @@ void GraphedFunction::reset() {
   warm_calls_ = 0;
 }
 
+double GraphedFunction::replay_gpu_ms(int rounds) {
+  if (!captured_) return 0.0;
+  std::vector<cuda::CudaGraph*> graphs{captured_->forward.get()};
+  if (captured_->backward) graphs.push_back(captured_->backward.get());
+  return cuda::time_replays_ms(graphs, rounds);
+}
+
 bool GraphedFunction::applicable(const std::vector<Tensor>& inputs) const {
   if (inputs.empty() || !GradMode::is_enabled() || autograd::AnomalyMode::is_enabled() ||
       autograd::BackwardTrace::stream() != nullptr)

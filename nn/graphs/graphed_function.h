@@ -63,6 +63,9 @@ class GraphedFunction {
   const GraphedCounts& counts() const { return counts_; }
   // Drops the graphs and their memory; the next calls warm up and capture again.
   void reset();
+  // For benchmarks: the GPU time of one forward + backward replay, ms (mean of `rounds` back to back; 0 when
+  // nothing is captured). The replays run for real: BatchNorm's running statistics move, as in training.
+  double replay_gpu_ms(int rounds = 20);
 
  private:
   struct Captured;

@@ -48,11 +48,12 @@ double value(const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64)
 
 // The training loss composed from the blocks with the proposals given: what forward_train computes, except
 // that the proposals are an input instead of the RPN's output of this very evaluation.
-Tensor composed_loss(FasterRCNN& model, const TinyBatch& b, const std::vector<Tensor>& proposals, uint64_t seed) {
+Tensor composed_loss(FasterRCNN& model, const TinyBatch& b, const models::PaddedProposals& proposals, uint64_t seed) {
   Generator gen(seed);
   const Tensor features = model.backbone->forward(b.images);
-  const auto rpn = model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &gen);
-  Losses losses = model.roi_heads->forward_train(features, proposals, b.boxes, b.labels, &gen);
+  const auto rpn =
+      model.rpn->forward_train_padded(features, model.rpn->head->forward(features), {32, 32}, b.sizes, b.boxes, &gen);
+  Losses losses = model.roi_heads->forward_train_padded(features, proposals, b.boxes, b.labels, &gen);
   losses["loss_objectness"] = rpn.losses.objectness;
   losses["loss_rpn_box_reg"] = rpn.losses.box;
   return FasterRCNN::total_loss(losses);
@@ -81,11 +82,14 @@ TEST_CASE("values/faster_rcnn: four finite losses, equal to the blocks composed,
   const double total = value(FasterRCNN::total_loss(losses));
 
   // The same step built by hand from the blocks, with the RPN's proposals of the same weights.
-  std::vector<Tensor> proposals;
+  models::PaddedProposals proposals;
   {
     NoGradGuard no_grad;
     Generator g(5);
-    proposals = model.rpn->forward_train(model.backbone->forward(b.images), {32, 32}, b.sizes, b.boxes, &g).proposals;
+    const Tensor features = model.backbone->forward(b.images);
+    proposals =
+        model.rpn->forward_train_padded(features, model.rpn->head->forward(features), {32, 32}, b.sizes, b.boxes, &g)
+            .padded;
   }
   CHECK(value(composed_loss(model, b, proposals, 5)) == doctest::Approx(total).epsilon(1e-12));
 
@@ -154,13 +158,16 @@ TEST_CASE("gradcheck/faster_rcnn: the total training loss against parameters of 
   test::perturb_offset_predictors(model, 12);
   model.to(kFloat64);
   const TinyBatch b = tiny_batch(13);
-  std::vector<Tensor> proposals;
+  models::PaddedProposals proposals;
   {
     NoGradGuard no_grad;
     Generator g(14);
-    proposals = model.rpn->forward_train(model.backbone->forward(b.images), {32, 32}, b.sizes, b.boxes, &g).proposals;
+    const Tensor features = model.backbone->forward(b.images);
+    proposals =
+        model.rpn->forward_train_padded(features, model.rpn->head->forward(features), {32, 32}, b.sizes, b.boxes, &g)
+            .padded;
   }
-  REQUIRE(proposals[0].size(0) > 0);
+  REQUIRE(proposals.counts.to_vector<int64_t>()[0] > 0);
 
   // A random subset: from each part, the tensors whose names a seeded draw picks, and always the deformable
   // layer's offset predictor.
@@ -286,7 +293,7 @@ TEST_CASE("errors/faster_rcnn: bad images, targets and configs are refused by na
   CHECK_THROWS_CONTAINING(FasterRCNN(bad), "num_classes must be at least 1");
 }
 
-MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, with 1 host synchronisation per step") {
+MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, with no host synchronisation in a step") {
   Generator init_cpu(41), init_gpu(41);
   FasterRCNN cpu(test::tiny_detector_config(), &init_cpu), gpu(test::tiny_detector_config(), &init_gpu);
   test::perturb_offset_predictors(cpu, 42);
@@ -301,16 +308,16 @@ MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, wi
   const Tensor images_gpu = b.images.to(Device::cuda());
   CHECK_THROWS_CONTAINING(gpu.forward_train(b.images, b.boxes, b.labels, b.sizes, &gen_gpu), "but the model is float64 on cuda");
 
-  // Targets on the CPU (as a loader gives them): the step's one host synchronisation is the RPN's per-image
-  // proposal counts; NMS keeps its result on the device, RoIAlign trusts the detector's own rois, and the
-  // target check runs on the host.
+  // Targets on the CPU (as a loader gives them): the step never waits for the GPU. The proposals stay one
+  // padded table with device-side counts, NMS keeps its result on the device, RoIAlign trusts the
+  // detector's own rois, and the target check runs on the host.
   const TransferCounts before = transfer_counts();
   const Losses on_gpu = gpu.forward_train(images_gpu, b.boxes, b.labels, b.sizes, &gen_gpu);
   FasterRCNN::total_loss(on_gpu).backward();
   const TransferCounts step = transfer_counts() - before;
   MESSAGE("one training step on CUDA: " << step.device_to_host << " device-to-host and " << step.host_to_device
                                         << " host-to-device copies");
-  CHECK(step.device_to_host == 1);  // the per-image proposal counts in rpn_proposals (NMS and RoIAlign: none)
+  CHECK(step.device_to_host == 0);
 
   FasterRCNN::total_loss(on_cpu).backward();
   for (const auto& [name, loss] : on_cpu) {
@@ -334,9 +341,9 @@ MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: training with CUDA graphs gives the lo
   FasterRCNN eager(test::tiny_detector_config(), &init_a), graphed(test::tiny_detector_config(), &init_b);
   test::perturb_offset_predictors(eager, 52);
   test::perturb_offset_predictors(graphed, 52);
-  CHECK(!eager.uses_cuda_graphs());  // the default
-  graphed.use_cuda_graphs(true);
-  REQUIRE(graphed.uses_cuda_graphs());
+  REQUIRE(graphed.uses_cuda_graphs());  // the default
+  eager.use_cuda_graphs(false);
+  CHECK(!eager.uses_cuda_graphs());
   eager.to(Device::cuda());
   graphed.to(Device::cuda());
   nn::AdamW eager_opt({{eager.parameters(), 0.01, 0.01}}), graphed_opt({{graphed.parameters(), 0.01, 0.01}});
@@ -350,7 +357,7 @@ MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: training with CUDA graphs gives the lo
     const TransferCounts before = transfer_counts();
     const Losses got = graphed.forward_train(images, boxes, b.labels, b.sizes, &sample_b);
     FasterRCNN::total_loss(got).backward();
-    CHECK((transfer_counts() - before).device_to_host == 1);  // graphs add no synchronisation
+    CHECK((transfer_counts() - before).device_to_host == 0);  // graphs add no synchronisation
     const Losses want = eager.forward_train(images, boxes, b.labels, b.sizes, &sample_a);
     FasterRCNN::total_loss(want).backward();
     for (const auto& [name, loss] : want) {

@@ -190,6 +190,63 @@ TEST_CASE("values/roi_heads: sampling a batch gives each image the rows it gets 
   }
 }
 
+TEST_CASE("values/roi_heads: padded proposals sample the rows of per-image proposals") {
+  // sample_rois_padded reads image n's proposals as the first counts[n] slots of a (N, P, 4) table, with
+  // junk after them. With slots for every candidate each non-ignored candidate is sampled whatever the
+  // draws, so its valid rows must be the per-image path's, image by image and in the same order; the junk
+  // must never be sampled, and the rows past each image's sample are padding.
+  Generator data(9);
+  const auto random_boxes = [&](int64_t m) {
+    const Tensor corner = rand({m, 2}, kFloat64, &data) * 60.0;
+    return cat({corner, corner + rand({m, 2}, kFloat64, &data) * 30.0 + 4.0}, 1);
+  };
+  const int64_t slots = 9;
+  std::vector<Tensor> proposals, gt, labels, rows;
+  std::vector<int64_t> counts;
+  for (const auto& [p, m] : std::vector<std::pair<int64_t, int64_t>>{{7, 2}, {0, 1}, {9, 0}, {3, 3}}) {
+    gt.push_back(random_boxes(m));
+    proposals.push_back(m > 0 ? cat({random_boxes(p - p / 2), add(gt.back().narrow(0, 0, 1).expand({p / 2, 4}), 1.0)}, 0)
+                              : random_boxes(p));
+    labels.push_back(from_vector<int64_t>(std::vector<int64_t>(static_cast<size_t>(m), 1 + m % 3)));
+    // Junk past the count: copies of the objects, which would be foreground if they were ever sampled.
+    Tensor junk = random_boxes(slots - p);
+    if (m > 0 && slots - p > 0) junk = add(gt.back().narrow(0, 0, 1).expand({slots - p, 4}), 0.5);
+    rows.push_back(cat({proposals.back(), junk}, 0));
+    counts.push_back(p);
+  }
+  RoIHeadsOptions o = test::tiny_roi_heads_options();
+  o.batch_size_per_image = 1000;
+  o.positive_fraction = 1.0;
+  Generator gen(3);
+  const models::PaddedProposals padded{stack(rows, 0), from_vector<int64_t>(counts)};
+  const RoISample table = models::sample_rois_padded(padded, gt, labels, o, &gen);
+  const int64_t k = table.rois.size(0) / 4;  // every image keeps K = min(batch, P + Mw) rows
+  REQUIRE(k * 4 == table.rois.size(0));
+  CHECK(k == slots + 3);
+  for (size_t i = 0; i < gt.size(); ++i) {
+    CAPTURE(i);
+    const RoISample alone = models::sample_rois({proposals[i]}, {gt[i]}, {labels[i]}, o, &gen);
+    const std::vector<bool> valid = bools(table.valid.narrow(0, static_cast<int64_t>(i) * k, k));
+    const int64_t sampled = std::count(valid.begin(), valid.end(), true);
+    const std::vector<bool> alone_valid = bools(alone.valid);
+    CHECK(sampled == std::count(alone_valid.begin(), alone_valid.end(), true));
+    // Sampled rows come first, in candidate order, in both paths.
+    const RoISample mine{table.rois.narrow(0, static_cast<int64_t>(i) * k, sampled),
+                         table.labels.narrow(0, static_cast<int64_t>(i) * k, sampled),
+                         table.regression_targets.narrow(0, static_cast<int64_t>(i) * k, sampled),
+                         table.valid.narrow(0, static_cast<int64_t>(i) * k, sampled)};
+    CHECK(values(mine.rois.narrow(1, 0, 1)) == std::vector<double>(sampled, static_cast<double>(i)));
+    CHECK(values(mine.rois.narrow(1, 1, 4)) == values(alone.rois.narrow(0, 0, sampled).narrow(1, 1, 4)));
+    CHECK(ints(mine.labels) == ints(alone.labels.narrow(0, 0, sampled)));
+    CHECK(values(mine.regression_targets) == values(alone.regression_targets.narrow(0, 0, sampled)));
+    CHECK(std::all_of(valid.begin() + sampled, valid.end(), [](bool v) { return !v; }));
+  }
+  CHECK_THROWS_CONTAINING(models::sample_rois_padded({zeros({2, 3}), from_vector<int64_t>({1, 1})}, gt, labels, o),
+                          "expected padded proposals of shape (N, P, 4)");
+  CHECK_THROWS_CONTAINING(models::sample_rois_padded({stack(rows, 0), from_vector<int64_t>({1, 1})}, gt, labels, o),
+                          "expected int64 proposal counts of shape (4)");
+}
+
 TEST_CASE("values/roi_heads: images without proposals or objects give empty samples") {
   const TensorOptions o(kFloat32);
   Generator gen(3);

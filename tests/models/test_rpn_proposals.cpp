@@ -193,6 +193,36 @@ TEST_CASE("values/rpn_proposals: proposals are detached and float32 works") {
   CHECK(p[0].to_vector<float>() == std::vector<float>{20, 0, 30, 10, 0, 0, 10, 10});
 }
 
+TEST_CASE("values/rpn_proposals: the padded table holds each image's proposals and their counts") {
+  // Three images over the same 6 anchors (pairs overlapping at IoU 0.82): images 0 and 1 keep 4 after NMS,
+  // of which post_nms_top_n = 3 are proposals (the count is clamped to P); image 2 keeps none (every score
+  // below the threshold).
+  const std::vector<double> anchors = {0, 0, 10, 10, 1, 0, 11, 10, 20, 0, 30, 10, 21, 0, 31, 10, 40, 0, 50, 10,
+                                       60, 0, 70, 10};
+  std::vector<double> logits = {3, 2.5, 2, 1.5, 1, 0.5, 3, 2, 1, 0, -1, -2, -9, -9, -9, -9, -9, -9};
+  ProposalOptions o;
+  o.post_nms_top_n = 3;
+  o.score_threshold = 0.01;
+  const Sizes sizes = {{80, 80}, {80, 80}, {80, 80}};
+  const Tensor objectness = from_vector<double>(logits, {3, 6}), deltas = zeros({3, 6, 4}, kFloat64);
+  const Tensor anchor_table = from_vector<double>(anchors, {6, 4});
+  const std::vector<Tensor> per_image = models::rpn_proposals(objectness, deltas, anchor_table, sizes, o);
+  const models::PaddedProposals table = models::rpn_proposals_padded(objectness, deltas, anchor_table, sizes, o);
+  REQUIRE(table.boxes.sizes() == Shape({3, 3, 4}));
+  CHECK(table.counts.to_vector<int64_t>() == std::vector<int64_t>{3, 3, 0});
+  for (int64_t n = 0; n < 3; ++n) {
+    CAPTURE(n);
+    const int64_t count = per_image[static_cast<size_t>(n)].size(0);
+    CHECK(test::allclose(table.boxes.select(0, n).narrow(0, 0, count), per_image[static_cast<size_t>(n)], 0.0, 0.0));
+  }
+  CHECK(!table.boxes.requires_grad());
+  const models::PaddedProposals empty =
+      models::rpn_proposals_padded(zeros({2, 0}, kFloat64), zeros({2, 0, 4}, kFloat64), zeros({0, 4}, kFloat64),
+                                   {{8, 8}, {8, 8}});
+  CHECK(empty.boxes.sizes() == Shape({2, 0, 4}));
+  CHECK(empty.counts.to_vector<int64_t>() == std::vector<int64_t>{0, 0});
+}
+
 TEST_CASE("values/rpn: module shapes cached anchors and finite losses") {
   RpnSetup s(kFloat64);
   CHECK(s.rpn->head->num_anchors == 6);
@@ -365,6 +395,18 @@ MINIDET_CUDA_TEST_CASE("cuda/rpn_proposals: one device-to-host copy and none hos
     CHECK(call.device_to_host == 1);  // the per-image counts, with NMS's status in the same copy
     CHECK(call.host_to_device == 0);
     CHECK(static_cast<int64_t>(p.size()) == images);
+    // The padded form: no copy at all, and the same proposals.
+    const TransferCounts padded_before = transfer_counts();
+    const models::PaddedProposals table = models::rpn_proposals_padded(logits, deltas, anchors, sizes);
+    const TransferCounts padded_call = transfer_counts() - padded_before;
+    CHECK(padded_call.device_to_host == 0);
+    CHECK(padded_call.host_to_device == 0);
+    const std::vector<int64_t> counts = table.counts.cpu().to_vector<int64_t>();
+    for (int64_t n = 0; n < images; ++n) {
+      CHECK(counts[static_cast<size_t>(n)] == p[static_cast<size_t>(n)].size(0));
+      CHECK(test::allclose(table.boxes.select(0, n).narrow(0, 0, counts[static_cast<size_t>(n)]).cpu(),
+                           p[static_cast<size_t>(n)].cpu(), 0.0, 0.0));
+    }
   }
 }
 
