@@ -3,7 +3,7 @@
 //   best      = topk(objectness, T, dim 1)                 (N, T) sorted, ties in input order
 //   boxes     = clip(decode(deltas[best], anchors[best]))  (N, T, 4)   gathered without a host index check
 //   valid     = both sides >= min_size and sigmoid(best) >= score_threshold
-//   kept      = batched NMS over the N * T rows as a mask, group = image (-1 and a zero box where not valid)
+//   kept      = NMS of each image's T rows as a mask (segmented_nms_mask; a zero box where not valid)
 //   selected  = valid and kept                             (N, T) mask
 //   order     = argsort(selected, dim 1, descending)       stable: each image's selected positions first,
 //                                                          in position order = decreasing score order
@@ -11,11 +11,10 @@
 //   counts    = sum(selected, dim 1)                       image n's proposals are rows[n, :min(count_n, P)]
 // rpn_proposals copies the counts to the host (THE sync) and cuts each image's slice; rpn_proposals_padded
 // returns rows and counts as they are, for a training step that never waits (models/common/padded_proposals.h).
-// An invalid row cannot touch a valid one in NMS: its group differs, and a zero box has IoU 0 with anything
-// anyway. Zeroing it also keeps NaN (from NaN objectness or deltas) out of NMS, which would refuse it: such
-// a row simply is not a proposal, as remove_small_boxes drops NaN boxes.
-// Per image, NMS over its own valid rows equals this one call: groups never interact, and the stable global
-// sort orders each image's rows exactly as the image's own stable sort would.
+// An invalid row cannot touch a valid one in NMS: a zero box has IoU 0 with anything, and its score -1 sorts it
+// after every valid row. Zeroing it also keeps NaN (from NaN objectness or deltas) out of NMS, which would
+// refuse it: such a row simply is not a proposal, as remove_small_boxes drops NaN boxes. So each image's
+// segment gives exactly NMS over the image's own valid rows.
 #include "models/rpn/rpn_proposals.h"
 
 #include <algorithm>
@@ -96,11 +95,10 @@ Selected select_proposals(const char* op, const Tensor& objectness, const Tensor
   const Tensor top_deltas = detail::take_rows(deltas.detach(), best.indices).reshape({images * top, 4});
   const Tensor top_anchors = detail::take_rows(anchors.detach().unsqueeze(0), best.indices.reshape({1, images * top}));
   const Tensor decoded = BoxCoder().decode(top_deltas, top_anchors.reshape({images * top, 4}));
-  std::vector<Tensor> clipped, image_ids;
+  std::vector<Tensor> clipped;
   for (int64_t n = 0; n < images; ++n) {
     const double height = static_cast<double>(image_sizes[n][0]), width = static_cast<double>(image_sizes[n][1]);
     clipped.push_back(clip_boxes_to_image(decoded.narrow(0, n * top, top), height, width));
-    image_ids.push_back(full({1, top}, static_cast<double>(n), TensorOptions(kInt64, box_options.device)));
   }
   const Tensor boxes = stack(clipped, 0);  // (N, T, 4)
   const Tensor scores = sigmoid(best.values);
@@ -110,10 +108,10 @@ Selected select_proposals(const char* op, const Tensor& objectness, const Tensor
 
   const Tensor nms_boxes = where(valid.unsqueeze(2), boxes, shared_scalar(0.0, box_options));
   const Tensor nms_scores = where(valid, scores, shared_scalar(-1.0, box_options));  // after every valid row
-  const Tensor groups = where(valid, cat(image_ids, 0), shared_scalar(-1.0, TensorOptions(kInt64, box_options.device)));
-  const ops::detail::NmsMask nms = ops::detail::batched_nms_mask(
-      nms_boxes.reshape({images * top, 4}), nms_scores.reshape({images * top}), groups.reshape({images * top}),
-      options.nms_threshold);  // no sync: the kept rows as a mask, NMS's status stays on the device
+  // One NMS per image (segment), each image's T rows a run of its own: no sync, the kept rows as a mask,
+  // NMS's status stays on the device. An invalid row is a zero box (IoU 0 with anything) scored -1.
+  const ops::detail::NmsMask nms = ops::detail::segmented_nms_mask(
+      nms_boxes.reshape({images * top, 4}), nms_scores.reshape({images * top}), images, options.nms_threshold);
   const Tensor selected = where(valid, nms.keep_mask.reshape({images, top}), valid);  // (N, T) bool
 
   const Tensor order = argsort(selected.to(kUInt8), 1, /*descending=*/true).narrow(1, 0, post);

@@ -15,7 +15,7 @@
 // both tests above and is dropped, as remove_small_boxes drops it.
 //
 // Device work: every step runs for the whole batch at once on fixed-size (N, T) tables, T = min(pre_nms_top_n,
-// K), with masks instead of data-dependent shapes, and one batched NMS whose group is the image (how:
+// K), with masks instead of data-dependent shapes, and one segmented NMS call, a segment per image (how:
 // rpn_proposals.cpp). Gathers use the raw take kernel, not gather/index_select, whose host-side index check
 // would cost a sync each: the indices come from topk and argsort, in range by construction.
 // Host synchronisations on CUDA per call, whatever the batch size: 1 device-to-host copy, of the N per-image

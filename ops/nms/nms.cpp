@@ -4,7 +4,9 @@
 // costs no extra synchronisation.
 #include "ops/nms/nms.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/factories.h"
 #include "ops/common/checks.h"
@@ -116,6 +118,34 @@ NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor
   for (int64_t i : keep) mask[i] = true;
   result.status.data<int64_t>()[0] = static_cast<int64_t>(keep.size());
   return result;
+}
+
+NmsMask segmented_nms_mask(const Tensor& boxes, const Tensor& scores, int64_t segments, double iou_threshold) {
+  const char* op = "segmented_nms_mask";
+  check_nms_inputs(op, boxes, scores, iou_threshold, 0);
+  const int64_t n = boxes.size(0);
+  MINIDET_CHECK(segments >= 1 && n % segments == 0, op, ": expected a number of segments >= 1 that divides the ",
+                n, " boxes, got ", segments);
+  NoGradGuard raw;
+  const int64_t length = n / segments;
+  if (n > 0 && boxes.is_cuda()) {
+#if MINIDET_WITH_CUDA
+    NmsArgs args;
+    args.boxes = boxes.contiguous();
+    args.scores = scores.contiguous();
+    args.iou_threshold = iou_threshold;
+    args.segments = segments;
+    // Each segment's scores, highest first, equal scores in input order: indices within the segment.
+    const Tensor sorted_scores = empty({n}, scores.options());
+    args.order = empty({n}, TensorOptions(kInt64, boxes.device()));
+    sort_rows(args.scores, row_layout({segments, length}, 1), /*descending=*/true, sorted_scores, args.order);
+    return nms_mask_cuda(op, args);
+#endif
+  }
+  // The CPU (and N = 0): batched NMS with the segment as the class, which is what the definition says.
+  std::vector<int64_t> segment_of(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) segment_of[static_cast<size_t>(i)] = i / std::max<int64_t>(length, 1);
+  return batched_nms_mask(boxes, scores, from_vector<int64_t>(segment_of).to(boxes.device()), iou_threshold);
 }
 
 void check_nms_status(const char* op, const std::vector<int64_t>& status) {

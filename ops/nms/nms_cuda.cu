@@ -65,11 +65,12 @@ __host__ __device__ inline int64_t tile_index(int64_t row_block, int64_t col_blo
 // (every block writes its entry, so the buffer needs no clearing).
 template <typename T>
 __global__ void nms_gather_kernel(int64_t n, const T* boxes, const T* scores, const int64_t* classes,
-                                  const int64_t* order, T offset, T* sorted_boxes, T* areas,
+                                  const int64_t* order, int64_t segment_length, T offset, T* sorted_boxes, T* areas,
                                   int64_t* sorted_classes, unsigned char* bad_flags) {
   int bad_box = 0, bad_score = 0;
   MINIDET_KERNEL_LOOP(p, n) {
-    const int64_t i = order[p];
+    // Segmented: order holds indices within each segment of segment_length rows (see NmsArgs).
+    const int64_t i = (p / segment_length) * segment_length + order[p];
     const T* box = boxes + 4 * i;
     for (int c = 0; c < 4; ++c) {
       bad_box |= !isfinite(box[c]);
@@ -84,11 +85,17 @@ __global__ void nms_gather_kernel(int64_t n, const T* boxes, const T* scores, co
   if (threadIdx.x == 0) bad_flags[blockIdx.x] = (bad_box ? kBadBox : 0) | (bad_score ? kBadScore : 0);
 }
 
-// Step 2: one block of 64 threads per tile (r, c) with c >= r, numbered by tile_index.
+// Step 2: one block of 64 threads per tile (r, c) with c >= r, numbered by tile_index; blockIdx.y is the
+// segment (0 when not segmented), whose n rows, tiles and flags start at its own offsets.
 template <typename T>
 __global__ void __launch_bounds__(kBoxesPerBlock)
     nms_mask_kernel(int64_t n, const T* sorted_boxes, const T* areas, const int64_t* sorted_classes, T threshold,
                     T offset, Word* mask, unsigned char* tile_nonzero, int64_t blocks) {
+  const int64_t segment = blockIdx.y;
+  sorted_boxes += segment * n * 4;
+  areas += segment * n;
+  mask += segment * (blocks * (blocks + 1) / 2) * kBoxesPerBlock;
+  tile_nonzero += segment * blocks * blocks;
   // Invert tile_index: the column c is the largest with c (c + 1) / 2 <= t (the float estimate is fixed up).
   const int64_t t = blockIdx.x;
   int64_t col = static_cast<int64_t>((sqrt(8.0 * static_cast<double>(t) + 1.0) - 1.0) / 2.0);
@@ -230,6 +237,13 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
     nms_reduce_kernel(int64_t n, int blocks, const Word* mask, const unsigned char* tile_nonzero,
                       const int64_t* order, const unsigned char* bad_flags, int bad_flag_count, int64_t* keep,
                       bool* keep_mask, int64_t* status) {
+  // Segmented (mask mode only): block s runs the pass of segment s, its n rows, tiles and flags at their own
+  // offsets; the segments never interact, so they run side by side on as many SMs.
+  const int64_t segment = blockIdx.x;
+  mask += segment * (int64_t(blocks) * (blocks + 1) / 2) * kBoxesPerBlock;
+  tile_nonzero += segment * int64_t(blocks) * blocks;
+  order += segment * n;
+  if (keep_mask) keep_mask += segment * n;  // order holds indices within the segment
   extern __shared__ Word removed[];
   __shared__ Word kept_shared;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -313,8 +327,8 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    status[0] = count;
-    status[1] = (bad_box ? kBadBox : 0) | (bad_score ? kBadScore : 0);
+    atomicAdd(reinterpret_cast<unsigned long long*>(&status[0]), static_cast<unsigned long long>(count));
+    status[1] = (bad_box ? kBadBox : 0) | (bad_score ? kBadScore : 0);  // the same value from every segment
   }
 }
 
@@ -323,8 +337,8 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
 template <typename T>
 void launch_nms(const char* op, const NmsArgs& args, const Tensor& keep, const Tensor& keep_mask,
                 const Tensor& status) {
-  const int64_t n = args.boxes.size(0);
-  const int64_t blocks = (n + kBoxesPerBlock - 1) / kBoxesPerBlock;
+  const int64_t n = args.boxes.size(0), segments = args.segments, length = n / segments;
+  const int64_t blocks = (length + kBoxesPerBlock - 1) / kBoxesPerBlock;  // per segment
   const int64_t tiles = blocks * (blocks + 1) / 2;
   // The reduce kernel indexes column blocks in int (blocks * blocks flags); the mask itself (32 bytes per
   // pair of boxes) outgrows any GPU long before this bound.
@@ -340,29 +354,31 @@ void launch_nms(const char* op, const NmsArgs& args, const Tensor& keep, const T
   const int gather_blocks = static_cast<int>(std::min<int64_t>((n + kGatherThreads - 1) / kGatherThreads, 1024));
   const Tensor bad_flags = empty({gather_blocks}, TensorOptions(kUInt8, device));
   // Words of empty off-diagonal tiles are never written nor read, so the mask needs no clearing either.
-  const Tensor mask = empty({tiles * kBoxesPerBlock}, TensorOptions(kInt64, device));
+  const Tensor mask = empty({segments * tiles * kBoxesPerBlock}, TensorOptions(kInt64, device));
   // One flag per tile, row-major (blocks x blocks, upper triangle used) so that a warp reads its row's flags
   // with one coalesced load; the mask kernel writes every flag the reduce kernel reads.
-  const Tensor tile_nonzero = empty({blocks * blocks}, TensorOptions(kUInt8, device));
+  const Tensor tile_nonzero = empty({segments * blocks * blocks}, TensorOptions(kUInt8, device));
   const int64_t* classes = batched ? args.class_ids.data<int64_t>() : nullptr;
   int64_t* sorted_class_data = batched ? sorted_classes.data<int64_t>() : nullptr;
   Word* mask_words = static_cast<Word*>(mask.raw_data());
   unsigned char* nonzero = tile_nonzero.data<uint8_t>();
 
   nms_gather_kernel<T><<<gather_blocks, kGatherThreads, 0, stream>>>(
-      n, args.boxes.data<T>(), args.scores.data<T>(), classes, args.order.data<int64_t>(), T(args.offset),
-      sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data, bad_flags.data<uint8_t>());
+      n, args.boxes.data<T>(), args.scores.data<T>(), classes, args.order.data<int64_t>(),
+      segments > 1 ? length : n, T(args.offset), sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data,
+      bad_flags.data<uint8_t>());
   MINIDET_CUDA_LAUNCH_CHECK("nms_gather_kernel");
-  nms_mask_kernel<T><<<static_cast<unsigned>(tiles), kBoxesPerBlock, 0, stream>>>(
-      n, sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data, static_cast<T>(args.iou_threshold),
+  nms_mask_kernel<T><<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(segments)), kBoxesPerBlock, 0,
+                       stream>>>(
+      length, sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data, static_cast<T>(args.iou_threshold),
       T(args.offset), mask_words, nonzero, blocks);
   MINIDET_CUDA_LAUNCH_CHECK("nms_mask_kernel");
   const size_t removed_bytes = static_cast<size_t>(blocks) * sizeof(Word);
   if (removed_bytes > 48 * 1024)  // past the default dynamic shared memory: opt in (up to 227 KB on Hopper)
     MINIDET_CUDA_CHECK(cudaFuncSetAttribute(nms_reduce_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(removed_bytes)));
-  nms_reduce_kernel<<<1, kReduceWarps * 32, removed_bytes, stream>>>(
-      n, static_cast<int>(blocks), mask_words, nonzero, args.order.data<int64_t>(), bad_flags.data<uint8_t>(),
+  nms_reduce_kernel<<<static_cast<unsigned>(segments), kReduceWarps * 32, removed_bytes, stream>>>(
+      length, static_cast<int>(blocks), mask_words, nonzero, args.order.data<int64_t>(), bad_flags.data<uint8_t>(),
       gather_blocks, keep.defined() ? keep.data<int64_t>() : nullptr,
       keep_mask.defined() ? keep_mask.data<bool>() : nullptr, status.data<int64_t>());
   MINIDET_CUDA_LAUNCH_CHECK("nms_reduce_kernel");
@@ -371,7 +387,7 @@ void launch_nms(const char* op, const NmsArgs& args, const Tensor& keep, const T
 template <typename T>
 Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
   const Tensor keep = empty({args.boxes.size(0)}, TensorOptions(kInt64, args.boxes.device()));
-  const Tensor status = empty({2}, TensorOptions(kInt64, args.boxes.device()));
+  const Tensor status = zeros({2}, TensorOptions(kInt64, args.boxes.device()));  // the count is added into
   launch_nms<T>(op, args, keep, Tensor(), status);
   // The one synchronisation: the result's length (and the finite-value check) must reach the host.
   const std::vector<int64_t> host_status = status.to_vector<int64_t>();
@@ -390,7 +406,7 @@ NmsMask nms_mask_cuda(const char* op, const NmsArgs& args) {
   cuda::DeviceGuard guard(args.boxes.device());
   NmsMask result;
   result.keep_mask = zeros({args.boxes.size(0)}, TensorOptions(kBool, args.boxes.device()));
-  result.status = empty({2}, TensorOptions(kInt64, args.boxes.device()));
+  result.status = zeros({2}, TensorOptions(kInt64, args.boxes.device()));  // the count is added into
   MINIDET_DISPATCH_FLOATING(args.boxes.dtype(), op,
                             [&] { launch_nms<scalar_t>(op, args, Tensor(), result.keep_mask, result.status); });
   return result;

@@ -1,12 +1,15 @@
 // nms and batched_nms: hand-checked cases, CUDA equal to the CPU box for box, errors.
 #include <algorithm>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/factories.h"
 #include "core/transfer_counts.h"
 #include "ops/nms/nms.h"
 #include "ops/nms/nms_kernels.h"
+#include "ops/elementwise/compare.h"
+#include "ops/indexing/where.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -269,6 +272,51 @@ MINIDET_CUDA_TEST_CASE("cuda/batched_nms: CUDA keeps exactly the CPU boxes with 
   const Tensor tricky = boxes_of({-14, -14, -9, -9, -10, -10, -5, -5}).cuda();
   CHECK(kept(batched_nms(tricky, scores_of({0.9, 0.8}).cuda(), from_vector<int64_t>({0, 1}).cuda(), 0.5)) ==
         Longs{0, 1});
+}
+
+TEST_CASE("values/segmented_nms_mask: batched NMS with each run of rows as its class") {
+  for (const auto& [segments, length] : std::vector<std::pair<int64_t, int64_t>>{{1, 70}, {3, 1}, {4, 50}, {2, 0}}) {
+    CAPTURE(segments);
+    CAPTURE(length);
+    const int64_t n = segments * length;
+    const BoxSet set = random_set(n, 60, true, true, 7 + n);
+    std::vector<int64_t> segment_of;
+    for (int64_t i = 0; i < n; ++i) segment_of.push_back(i / length);
+    const ops::detail::NmsMask m = ops::detail::segmented_nms_mask(set.boxes, set.scores, segments, 0.5);
+    const Longs expected = sorted(kept(batched_nms(set.boxes, set.scores, from_vector<int64_t>(segment_of), 0.5)));
+    CHECK(marked(m.keep_mask) == expected);
+    CHECK(m.status.to_vector<int64_t>() == Longs{static_cast<int64_t>(expected.size()), 0});
+  }
+  CHECK_THROWS_CONTAINING(ops::detail::segmented_nms_mask(boxes_of({0, 0, 1, 1, 0, 0, 2, 2, 1, 1, 3, 3}),
+                                                          scores_of({0.5, 0.4, 0.3}), 2, 0.5),
+                          "segmented_nms_mask: expected a number of segments >= 1 that divides the 3 boxes, got 2");
+  CHECK_THROWS_CONTAINING(ops::detail::segmented_nms_mask(boxes_of({0, 0, 1, 1}), scores_of({0.5}), 0, 0.5),
+                          "divides the 1 boxes, got 0");
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/segmented_nms_mask: one thread block per segment keeps the CPU's rows") {
+  // Segment lengths below, at and past one 64-row block, and the RPN's 8 x 1,000; tied scores and duplicate
+  // boxes (IoU 1) so that the stable order within each segment matters; zero boxes scored -1 like the RPN's
+  // invalid rows. No device-to-host copy.
+  for (const auto& [segments, length] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {5, 63}, {3, 64}, {4, 130}, {8, 1000}, {2, 5000}}) {
+    CAPTURE(segments);
+    CAPTURE(length);
+    const int64_t n = segments * length;
+    BoxSet set = random_set(n, length < 200 ? 80 : 600, true, true, 3 * n + 1);
+    {
+      NoGradGuard raw;
+      Tensor invalid = lt(rand({n}, kFloat32), 0.2);  // about a fifth of the rows
+      set.boxes = where(invalid.unsqueeze(1), zeros({n, 4}), set.boxes);
+      set.scores = where(invalid, full({n}, -1.0), set.scores);
+    }
+    const TransferCounts before = transfer_counts();
+    const ops::detail::NmsMask gpu = ops::detail::segmented_nms_mask(set.boxes.cuda(), set.scores.cuda(), segments, 0.7);
+    CHECK((transfer_counts() - before).device_to_host == 0);
+    const ops::detail::NmsMask cpu = ops::detail::segmented_nms_mask(set.boxes, set.scores, segments, 0.7);
+    CHECK(marked(gpu.keep_mask) == marked(cpu.keep_mask));
+    CHECK(gpu.status.to_vector<int64_t>() == cpu.status.to_vector<int64_t>());
+  }
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/batched_nms_mask: the CPU's mask with no device-to-host copy, bad values in status") {
