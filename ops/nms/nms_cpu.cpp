@@ -1,6 +1,8 @@
 // CPU NMS: gather the boxes into score order with their areas (checking every value is finite), then the
-// greedy pass over a shrinking list of live candidates.
+// greedy pass over a shrinking list of live candidates, one list per class.
+#include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <vector>
 
 #include "core/factories.h"
@@ -36,24 +38,42 @@ std::vector<int64_t> greedy_nms(const char* op, const NmsArgs& args) {
     if (classes) sorted_class[p] = classes[i];
   }
 
+  // Boxes of different classes never suppress each other, so each class runs its own pass over its own
+  // boxes (batched NMS: a detector's images or classes), instead of every kept box scanning the others too.
+  std::vector<std::vector<int64_t>> lists;  // per class: its positions in score order
+  if (classes) {
+    std::unordered_map<int64_t, size_t> list_of;
+    for (int64_t p = 0; p < n; ++p) {
+      const auto [it, fresh] = list_of.try_emplace(sorted_class[p], lists.size());
+      if (fresh) lists.emplace_back();
+      lists[it->second].push_back(p);
+    }
+  } else {
+    lists.emplace_back(static_cast<size_t>(n));
+    for (int64_t p = 0; p < n; ++p) lists[0][static_cast<size_t>(p)] = p;
+  }
   // live: the positions not yet kept or suppressed, in score order. Its first entry is always the best box
   // left, so it is kept; it then removes from the list every box it suppresses. Suppressed boxes are never
   // tested again, and the loop ends as soon as nothing is left.
-  std::vector<int64_t> live(n), kept;
-  for (int64_t p = 0; p < n; ++p) live[p] = p;
-  while (!live.empty()) {
-    const int64_t head = live[0];
-    kept.push_back(order[head]);
-    const T* a = &sorted[4 * head];
-    size_t still_live = 0;
-    for (size_t r = 1; r < live.size(); ++r) {
-      const int64_t p = live[r];
-      const bool same_class = !classes || sorted_class[p] == sorted_class[head];
-      if (!(same_class && suppresses(a, area[head], &sorted[4 * p], area[p], threshold, offset)))
-        live[still_live++] = p;
+  std::vector<int64_t> kept_positions;
+  for (std::vector<int64_t>& live : lists) {
+    while (!live.empty()) {
+      const int64_t head = live[0];
+      kept_positions.push_back(head);
+      const T* a = &sorted[4 * head];
+      size_t still_live = 0;
+      for (size_t r = 1; r < live.size(); ++r) {
+        const int64_t p = live[r];
+        if (!suppresses(a, area[head], &sorted[4 * p], area[p], threshold, offset)) live[still_live++] = p;
+      }
+      live.resize(still_live);
     }
-    live.resize(still_live);
   }
+  // Kept boxes in decreasing score order across classes: positions ascending, as one pass would keep them.
+  std::sort(kept_positions.begin(), kept_positions.end());
+  std::vector<int64_t> kept;
+  kept.reserve(kept_positions.size());
+  for (int64_t p : kept_positions) kept.push_back(order[p]);
   return kept;
 }
 
