@@ -9,6 +9,7 @@
 #include "ops/nms/nms.h"
 #include "ops/nms/nms_kernels.h"
 #include "ops/elementwise/compare.h"
+#include "ops/indexing/index_select.h"
 #include "ops/indexing/where.h"
 #include "tests/support.h"
 
@@ -158,6 +159,33 @@ TEST_CASE("values/batched_nms: classes never suppress each other even with negat
 }
 
 // ---- errors ---------------------------------------------------------------------------------------------------
+
+TEST_CASE("values/batched_nms: the union of each class's own NMS in decreasing score order") {
+  // The CPU runs one greedy pass per class and merges the kept boxes back into score order: the same as NMS
+  // of each class alone, joined and ordered by score (stable: ties in input order), for tied scores and
+  // duplicate boxes too.
+  for (int64_t classes : {1, 2, 7}) {
+    CAPTURE(classes);
+    const BoxSet set = random_set(300, 80, true, true, 11 * classes, classes);
+    const std::vector<int64_t> ids = set.classes.to_vector<int64_t>();
+    const std::vector<double> score = set.scores.to(kFloat64).to_vector<double>();
+    Longs expected;
+    for (int64_t c = 0; c < classes; ++c) {
+      Longs members;
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] == c) members.push_back(static_cast<int64_t>(i));
+      if (members.empty()) continue;
+      const Tensor index = from_vector<int64_t>(members);
+      for (int64_t local : kept(nms(index_select(set.boxes, 0, index), index_select(set.scores, 0, index), 0.5)))
+        expected.push_back(members[static_cast<size_t>(local)]);
+    }
+    std::stable_sort(expected.begin(), expected.end(), [&](int64_t a, int64_t b) {
+      return score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)] ||
+             (score[static_cast<size_t>(a)] == score[static_cast<size_t>(b)] && a < b);
+    });
+    CHECK(kept(batched_nms(set.boxes, set.scores, set.classes, 0.5)) == expected);
+  }
+}
 
 TEST_CASE("values/batched_nms_mask: marks exactly batched_nms's rows and counts them") {
   for (int64_t n : {0, 1, 64, 200}) {
