@@ -130,8 +130,8 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
 // sampled rows are drawn as in the per-image path, from a layout of P + Mw candidates per image, so the same
 // generator state samples other (equally likely) rows than that path does.
 RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector<Tensor>& gt_boxes,
-                      const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
-                      Generator* generator = nullptr);
+                             const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
+                             Generator* generator = nullptr);
 
 // The two losses (0-dim), keyed "loss_classifier" and "loss_box_reg" as in torchvision.
 std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const RoISample& sample,

@@ -204,7 +204,8 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
 }
 
 RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector<Tensor>& gt_boxes,
-                      const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options, Generator* generator) {
+                             const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
+                             Generator* generator) {
   const char* op = "sample_rois_padded";
   detail::check_options(op, options);
   MINIDET_CHECK(proposals.boxes.defined() && proposals.boxes.dim() == 3 && proposals.boxes.size(2) == 4, op,

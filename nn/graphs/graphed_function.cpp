@@ -7,7 +7,6 @@
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "autograd/trace.h"
-#include "core/cuda/availability.h"
 #include "core/cuda/graph.h"
 #include "core/deterministic.h"
 #include "core/factories.h"
