@@ -5,8 +5,8 @@
 //   g (4, 3, 5) -> shape (3, 1): sum over dim 0 (added in front) and dim 2 (stretched from 1), keep dim 1.
 // The autograd engine calls it in one place for every op, so no op's backward has to.
 //
-// Both kernels are deterministic: each output element is one reduction in a fixed order (on CUDA, one
-// block per output with a fixed tree), never atomics.
+// Both kernels are deterministic: each output element is one reduction in a fixed order, never atomics (on
+// CUDA a thread, a block or fixed slices per output, chosen from the shape alone: core/reduce_sum_cuda.cu).
 #pragma once
 
 #include <vector>

@@ -325,6 +325,23 @@ MINIDET_CUDA_TEST_CASE("cuda/sum: sum and mean match the CPU including long rows
   check_cuda_matches([](const Tensor& t) { return sum(t, {1}); }, zeros({5, 0}), 0, 0);
 }
 
+MINIDET_CUDA_TEST_CASE("cuda/sum: each kernel shape (thread block or slices per output) matches the CPU") {
+  // A thread per output: 8 reduced elements, 40,000 outputs (a batched GEMM's images summed away).
+  const Tensor few = randn({8, 200, 200});
+  check_cuda_matches([](const Tensor& t) { return sum(t, {0}); }, few, 1e-5, 1e-5);
+  // Slices per output: few outputs, many elements; contiguous, strided (dims 0, 2, 3) and all of a tensor.
+  const Tensor many = randn({8, 5, 64, 64});
+  check_cuda_matches([](const Tensor& t) { return sum(t, {0, 2, 3}); }, many, 1e-5, 1e-4);
+  check_cuda_matches([](const Tensor& t) { return sum(t); }, many, 1e-5, 1e-3);
+  check_cuda_matches([](const Tensor& t) { return sum(t, {1}); }, randn({3, 300001}), 1e-5, 1e-3);
+  check_cuda_matches([](const Tensor& t) { return sum(t, {1, 2, 3}); }, many.to(kFloat64), 1e-12, 1e-12);
+  check_cuda_matches([](const Tensor& t) { return sum(t); }, randint(-9, 9, {70001}), 0, 0);
+  // The split is fixed by the shape, so the bits repeat run after run.
+  const Tensor gpu = many.cuda();
+  CHECK(test::max_abs_diff(sum(gpu).cpu(), sum(gpu).cpu()) == 0.0);
+  CHECK(test::max_abs_diff(sum(gpu, {0, 2, 3}).cpu(), sum(gpu, {0, 2, 3}).cpu()) == 0.0);
+}
+
 MINIDET_CUDA_TEST_CASE("cuda/max: max min and argmax match the CPU including long rows and ties") {
   // Long rows (> 1024 elements, so several passes of the block) along the last and the first dim.
   const Tensor x = randn({4, 3000});
