@@ -49,13 +49,14 @@ int64_t chunk_size(const ConvGeometry& g, int64_t batch, DType dtype, int64_t ma
   return ops::detail::images_per_chunk(bytes_per_image, batch, max_column_bytes);
 }
 
-void im2col(const Tensor& images, const Tensor& cols, const ConvGeometry& g) {
+void im2col(const Tensor& images, const Tensor& cols, const ConvGeometry& g,
+            ops::detail::ColumnOrder order = ops::detail::ColumnOrder::PerImage) {
   if (images.is_cuda()) {
 #if MINIDET_WITH_CUDA
-    ops::detail::im2col_cuda(images, cols, g);
+    ops::detail::im2col_cuda(images, cols, g, order);
 #endif
   } else {
-    ops::detail::im2col_cpu(images, cols, g);
+    ops::detail::im2col_cpu(images, cols, g, order);
   }
 }
 
@@ -108,17 +109,18 @@ ConvGrads conv2d_backward_raw(const Tensor& grad_any, const Tensor& input_any, c
   const int64_t rows = g.column_rows();
   if (need_bias) grads.bias = sum_dims_raw(grad_out, {0, 2, 3}, false);
   if (need_input) grads.input = batch ? empty(input.sizes(), input.options()) : zeros(input.sizes(), input.options());
-  if (need_weight) grads.weight = zeros(weight.sizes(), weight.options());  // accumulated over images
   if (!need_input && !need_weight) return grads;
-  Tensor cols = need_weight ? empty({chunk, rows, out_hw}, input.options()) : Tensor();
+  Tensor cols = need_weight ? empty({rows * chunk * out_hw}, input.options()) : Tensor();  // rows first
   Tensor grad_cols = need_input ? empty({chunk, rows, out_hw}, input.options()) : Tensor();
   for (int64_t start = 0; start < batch; start += chunk) {
     const int64_t b_count = std::min(chunk, batch - start);
     const Tensor grad_chunk = grad_out.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
-    if (need_weight) {  // dW_g += dY_g @ cols_g^T
-      const Tensor cols_chunk = cols.narrow(0, 0, b_count);
-      im2col(input.narrow(0, start, b_count), cols_chunk, g);
-      ops::detail::accumulate_weight_grad(grad_chunk, cols_chunk, grads.weight, groups);
+    if (need_weight) {  // dW_g += dY_g @ cols_g^T, the chunk's images and pixels one K (conv2d_lowering.h)
+      const Tensor cols_chunk = cols.narrow(0, 0, rows * b_count * out_hw).view({rows, b_count * out_hw});
+      im2col(input.narrow(0, start, b_count), cols_chunk, g, ops::detail::ColumnOrder::RowsFirst);
+      const Tensor grad_by_channel = grad_chunk.transpose(0, 1).contiguous().view({out_channels, b_count * out_hw});
+      ops::detail::add_chunk(grads.weight,
+                             ops::detail::chunk_weight_grad(grad_by_channel, cols_chunk, groups).view(weight.sizes()));
     }
     if (need_input) {  // dcols_g = W_g^T @ dY_g, then col2im sums them back onto the pixels
       const Tensor grad_cols_chunk = grad_cols.narrow(0, 0, b_count);
@@ -126,6 +128,7 @@ ConvGrads conv2d_backward_raw(const Tensor& grad_any, const Tensor& input_any, c
       col2im(grad_cols_chunk, grads.input.narrow(0, start, b_count), g);
     }
   }
+  if (need_weight && !grads.weight.defined()) grads.weight = zeros(weight.sizes(), weight.options());  // batch 0
   return grads;
 }
 

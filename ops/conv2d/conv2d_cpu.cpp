@@ -10,17 +10,18 @@ namespace {
 constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
-void im2col_kernel(const T* images, T* cols, int64_t batch, const ConvGeometry& g) {
+void im2col_kernel(const T* images, T* cols, int64_t batch, const ConvGeometry& g, ColumnStrides strides) {
   const int64_t planes = batch * g.channels;
   const int64_t taps = g.kernel_h * g.kernel_w, out_hw = g.column_cols();
 #pragma omp parallel for schedule(static) if (planes * taps * out_hw > kParallelAbove)
   for (int64_t plane = 0; plane < planes; ++plane) {
     const T* src = images + plane * g.height * g.width;
-    // plane = b*C + c, and image b's rows (c*kh + i)*kw + j start at (b*C + c)*taps: the same index.
-    T* dst_plane = cols + plane * taps * out_hw;
+    // plane = b*C + c; image b's rows of channel c are (c*kh + i)*kw + j.
+    const int64_t b = plane / g.channels, c = plane % g.channels;
+    T* dst_plane = cols + b * strides.image + c * taps * strides.row;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       for (int64_t j = 0; j < g.kernel_w; ++j) {
-        T* dst = dst_plane + (i * g.kernel_w + j) * out_hw;
+        T* dst = dst_plane + (i * g.kernel_w + j) * strides.row;
         for (int64_t p = 0; p < g.out_h; ++p) {
           const int64_t y = p * g.stride_h - g.pad_h + i * g.dilation_h;
           const bool row_inside = y >= 0 && y < g.height;
@@ -62,9 +63,10 @@ void col2im_kernel(const T* cols, T* images, int64_t batch, const ConvGeometry& 
 
 }  // namespace
 
-void im2col_cpu(const Tensor& images, const Tensor& cols, const ConvGeometry& g) {
+void im2col_cpu(const Tensor& images, const Tensor& cols, const ConvGeometry& g, ColumnOrder order) {
+  const ColumnStrides strides = ColumnStrides::of(order, g, images.size(0));
   MINIDET_DISPATCH_FLOATING(images.dtype(), "conv2d", [&] {
-    im2col_kernel<scalar_t>(images.data<scalar_t>(), cols.data<scalar_t>(), images.size(0), g);
+    im2col_kernel<scalar_t>(images.data<scalar_t>(), cols.data<scalar_t>(), images.size(0), g, strides);
   });
 }
 

@@ -3,6 +3,10 @@
 //   im2col: images (B, C, H, W) -> cols (B, C*kh*kw, H_out*W_out)       a gather: one read per entry
 //   col2im: cols (B, C*kh*kw, H_out*W_out) -> images (B, C, H, W)       the adjoint: a sum per pixel
 //
+// im2col can also write the chunk's columns rows first, (C*kh*kw, B*H_out*W_out): image b's columns are the
+// b-th block of every row. That is the layout of the weight gradient's GEMM, whose sum over images is then
+// part of one long K (ops/conv2d/conv2d_lowering.h).
+//
 // col2im is written, never accumulated into: every input pixel receives exactly the sum of the column
 // entries that im2col read from it, so the result is the gradient of that chunk of images.
 #pragma once
@@ -22,11 +26,23 @@ struct ConvGeometry {
   int64_t column_cols() const { return out_h * out_w; }
 };
 
-// images: contiguous (B, C, H, W); cols: contiguous (B, C*kh*kw, H_out*W_out). Same dtype and device.
-void im2col_cpu(const Tensor& images, const Tensor& cols, const ConvGeometry& g);
+enum class ColumnOrder { PerImage, RowsFirst };
+
+// Where image b's entry (row, pixel) of the columns lives: b * image + row * row_stride + pixel.
+struct ColumnStrides {
+  int64_t image, row;
+  static ColumnStrides of(ColumnOrder order, const ConvGeometry& g, int64_t images) {
+    return order == ColumnOrder::PerImage ? ColumnStrides{g.column_rows() * g.column_cols(), g.column_cols()}
+                                          : ColumnStrides{g.column_cols(), images * g.column_cols()};
+  }
+};
+
+// images: contiguous (B, C, H, W); cols: contiguous, B*C*kh*kw*H_out*W_out elements in `order` (col2im: per
+// image). Same dtype and device.
+void im2col_cpu(const Tensor& images, const Tensor& cols, const ConvGeometry& g, ColumnOrder order);
 void col2im_cpu(const Tensor& cols, const Tensor& images, const ConvGeometry& g);
 #if MINIDET_WITH_CUDA
-void im2col_cuda(const Tensor& images, const Tensor& cols, const ConvGeometry& g);
+void im2col_cuda(const Tensor& images, const Tensor& cols, const ConvGeometry& g, ColumnOrder order);
 void col2im_cuda(const Tensor& cols, const Tensor& images, const ConvGeometry& g);
 #endif
 

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "core/accumulate.h"
+#include "core/factories.h"
+#include "core/reduce_sum.h"
 #include "ops/matmul/gemm.h"
 
 namespace minidet::ops::detail {
@@ -74,14 +77,40 @@ void output_grad_to_columns(const Tensor& weight, const Tensor& grad_out, const 
                  grad_cols.select(0, b).view({groups, rows_g, out_hw}));
 }
 
-void accumulate_weight_grad(const Tensor& grad_out, const Tensor& cols, const Tensor& grad_weight, int64_t groups) {
-  const int64_t b_count = cols.size(0), rows = cols.size(1), out_hw = cols.size(2);
-  const int64_t out_channels = grad_weight.size(0), rows_g = rows / groups, out_g = out_channels / groups;
-  // Image by image, the groups as the GEMM batch; beta = 1 accumulates over images (and chunks).
-  const Tensor grad_weight_groups = grad_weight.view({groups, out_g, rows_g});
-  for (int64_t b = 0; b < b_count; ++b)
-    gemm_batched(grad_out.select(0, b).view({groups, out_g, out_hw}),
-                 cols.select(0, b).view({groups, rows_g, out_hw}).transpose(1, 2), grad_weight_groups, 1.0, 1.0);
+int64_t weight_grad_slices(const Tensor& like, int64_t m, int64_t n, int64_t k) {
+  if (!like.is_cuda()) return 1;  // the CPU's GEMM already uses every core; slices would only add a sum
+  constexpr int64_t kTargetBlocks = 264, kMaxSlices = 128, kMinSpan = 256, kTile = 64;
+  const int64_t tiles = ((m + kTile - 1) / kTile) * ((n + kTile - 1) / kTile);
+  int64_t slices = 1;
+  while (2 * slices * tiles <= kTargetBlocks && 2 * slices <= kMaxSlices && k % (2 * slices) == 0 &&
+         k / (2 * slices) >= kMinSpan)
+    slices *= 2;
+  return slices;
+}
+
+Tensor chunk_weight_grad(const Tensor& grad_by_channel, const Tensor& cols, int64_t groups) {
+  const int64_t out_channels = grad_by_channel.size(0), k = grad_by_channel.size(1), rows = cols.size(0);
+  const int64_t out_g = out_channels / groups, rows_g = rows / groups;
+  const int64_t slices = groups == 1 ? weight_grad_slices(cols, out_channels, rows, k) : 1;
+  if (slices > 1) {
+    // Slice s of K is the columns [s*span, (s+1)*span) of both operands: a batch with stride span.
+    const int64_t span = k / slices;
+    const Tensor per_slice = empty({slices, out_channels, rows}, cols.options());
+    gemm_batched(grad_by_channel.view({out_channels, slices, span}).transpose(0, 1),
+                 cols.view({rows, slices, span}).permute({1, 2, 0}), per_slice);
+    return sum_dims_raw(per_slice, {0}, false);
+  }
+  const Tensor grad_weight = empty({groups, out_g, rows_g}, cols.options());
+  gemm_batched(grad_by_channel.view({groups, out_g, k}), cols.view({groups, rows_g, k}).transpose(1, 2),
+               grad_weight);
+  return grad_weight.view({out_channels, rows_g});
+}
+
+void add_chunk(Tensor& total, const Tensor& chunk) {
+  if (total.defined())
+    add_into(total, chunk);
+  else
+    total = chunk;
 }
 
 }  // namespace minidet::ops::detail

@@ -6,9 +6,15 @@
 // contiguous (rows/groups each), weight (C_out, C_in/groups, kh, kw), and out / grad_out (B, C_out, out_hw):
 //   columns_to_output:      out_g        = W_g @ cols_g + beta * out_g
 //   output_grad_to_columns: grad_cols_g  = W_g^T @ grad_out_g
-//   accumulate_weight_grad: grad_W_g    += sum over the B images of grad_out_g @ cols_g^T
-// With one group, the first two are a single batched GEMM over the chunk, the weight broadcast over images
-// (batch stride 0). With several groups, the groups are the GEMM batch, image by image.
+// With one group, these are a single batched GEMM over the chunk, the weight broadcast over images (batch
+// stride 0). With several groups, the groups are the GEMM batch, image by image.
+//
+// The weight gradient sums over images as well as pixels, so it takes the columns rows first,
+// cols (rows, B*out_hw), and dY as dY_by_channel (C_out, B*out_hw): one GEMM with K = B*out_hw,
+//   chunk_weight_grad:      dW_g = dY_by_channel_g @ cols_g^T
+// The output (C_out x rows) is small and K long: on a GPU, one GEMM would run a few thread blocks along all
+// of K. K is cut into S slices instead (a batched GEMM of S partial products, S from the shape alone), and a
+// fixed-order sum adds them: the same bits every run.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +38,12 @@ int64_t images_per_chunk(int64_t bytes_per_image, int64_t batch, int64_t max_col
 // All tensors contiguous, same dtype and device; out, grad_cols and grad_weight are written in place.
 void columns_to_output(const Tensor& weight, const Tensor& cols, const Tensor& out, int64_t groups, double beta);
 void output_grad_to_columns(const Tensor& weight, const Tensor& grad_out, const Tensor& grad_cols, int64_t groups);
-void accumulate_weight_grad(const Tensor& grad_out, const Tensor& cols, const Tensor& grad_weight, int64_t groups);
+// grad_by_channel (C_out, K) and cols (rows, K) contiguous; returns dW (C_out, rows / groups), a new tensor.
+Tensor chunk_weight_grad(const Tensor& grad_by_channel, const Tensor& cols, int64_t groups);
+// The number of K slices for an (m x n) result: 1 on the CPU; on CUDA enough for about two thread blocks per
+// SM, each slice at least 256 long and K divisible by the count.
+int64_t weight_grad_slices(const Tensor& like, int64_t m, int64_t n, int64_t k);
+// total += chunk, or total = chunk when total is still undefined (the first chunk needs no zeros).
+void add_chunk(Tensor& total, const Tensor& chunk);
 
 }  // namespace minidet::ops::detail

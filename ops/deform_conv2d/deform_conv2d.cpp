@@ -165,7 +165,6 @@ DeformGrads deform_conv2d_backward_raw(const Tensor& grad_any, const Operands& x
   // The kernels write every offset and mask gradient element (0 for a sample outside the map).
   if (needs[1]) grads.offset = empty(x.offset.sizes(), x.offset.options());
   if (need_mask) grads.mask = empty(x.mask.sizes(), x.mask.options());
-  if (need_weight) grads.weight = zeros(x.weight.sizes(), x.weight.options());  // accumulated over images
   const bool need_sampling_grads = needs[0] || needs[1] || need_mask;
   if (!need_sampling_grads && !need_weight && !need_bias) return grads;
   // Flat buffers: a chunk of b images uses the first b*rows*out_hw elements, in its own layout.
@@ -197,18 +196,16 @@ DeformGrads deform_conv2d_backward_raw(const Tensor& grad_any, const Operands& x
     if (!need_weight && !need_bias) continue;
     // dY is (b, C_out, out_hw) in memory; one copy puts it in (C_out, b*out_hw), the layout of the columns.
     const Tensor grad_by_channel = grad_chunk.transpose(0, 1).contiguous().view({out_channels, b_count * out_hw});
-    if (need_weight) {
-      // dW_g += dY_g (C_out/G, b*out_hw) @ cols_g^T: one GEMM for the chunk, the groups as the GEMM batch.
-      const int64_t out_g = out_channels / groups, rows_g = rows / groups;
-      ops::gemm_batched(grad_by_channel.view({groups, out_g, b_count * out_hw}),
-                        cols_chunk.view({groups, rows_g, b_count * out_hw}).transpose(1, 2),
-                        grads.weight.view({groups, out_g, rows_g}), 1.0, 1.0);
-    }
+    if (need_weight)  // dW_g += dY_g (C_out/G, b*out_hw) @ cols_g^T: one K for the chunk (conv2d_lowering.h)
+      ops::detail::add_chunk(grads.weight, ops::detail::chunk_weight_grad(
+                                               grad_by_channel, cols_chunk.view({rows, b_count * out_hw}), groups)
+                                               .view(x.weight.sizes()));
     // db += dY (C_out, b*out_hw) @ ones: a matrix-vector product, faster than a generic reduction.
     if (need_bias)
       ops::gemm(grad_by_channel, ones_column.narrow(0, 0, b_count * out_hw), grads.bias.view({out_channels, 1}), 1.0,
                 1.0);
   }
+  if (need_weight && !grads.weight.defined()) grads.weight = zeros(x.weight.sizes(), x.weight.options());  // batch 0
   return grads;
 }
 

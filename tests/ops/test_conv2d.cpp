@@ -134,6 +134,12 @@ MINIDET_CUDA_TEST_CASE("cuda/conv2d: forward and backward match the CPU in float
   cases.push_back({"larger with forced chunks", {6, 16, 20, 18}, {24, 8, 3, 3}, true,
                    Conv2dOptions().set_groups(2).set_padding(1).set_max_column_bytes(100000)});
   cases.push_back({"larger in one chunk", {6, 16, 20, 18}, {24, 8, 3, 3}, true, Conv2dOptions().set_groups(2).set_padding(1)});
+  // The detector's shape of layer (batch 8, 3x3, stride 1 and 2), and more column rows (2 x 36,000) than a
+  // grid's y dimension holds (65,535), so the kernels' row loops wrap.
+  cases.push_back({"a backbone layer", {8, 32, 32, 32}, {32, 32, 3, 3}, false, Conv2dOptions().set_padding(1)});
+  cases.push_back({"a backbone layer with stride 2", {8, 32, 32, 32}, {64, 32, 3, 3}, false,
+                   Conv2dOptions().set_stride(2).set_padding(1)});
+  cases.push_back({"more rows than the grid's y", {2, 4000, 3, 3}, {2, 4000, 3, 3}, true, Conv2dOptions().set_padding(1)});
   for (const ConvCase& c : cases) {
     CAPTURE(c.what);
     const Tensor x_cpu = random(c.input, kFloat32, seed++), w_cpu = random(c.weight, kFloat32, seed++);
