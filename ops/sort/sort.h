@@ -19,8 +19,9 @@
 // Shapes: values and indices have x's shape. A 0-dim x sorts as one element (dim 0 or -1). Empty tensors
 // give empty results (and an empty gradient). x may be non-contiguous.
 //
-// How: the CPU sorts each row with std::stable_sort (rows in parallel with OpenMP); CUDA sorts with CUB's
-// radix sort (one row) or segmented sort (many rows), both stable, on unsigned integer keys whose plain order
+// How: the CPU sorts each row with std::stable_sort (rows in parallel with OpenMP); CUDA sorts rows of up to
+// 4,096 elements in one thread block each (CUB's block radix sort, in shared memory), longer ones with CUB's
+// radix sort (one row) or segmented sort (many rows), all stable, on unsigned integer keys whose plain order
 // is the order above (sort_cuda.cu), so that every NaN and signed-zero rule holds on the GPU exactly.
 #pragma once
 

@@ -5,6 +5,12 @@
 //                         both stable, on (key, int32 position) pairs
 //   3. sort_gather_kernel values[r, k] = x[r, p], indices[r, k] = p  for p = the k-th sorted position
 //
+// Rows of at most 4,096 elements (the detector's: 1,000 proposals, 2,304 anchors per image) skip all three
+// steps: one thread block per row loads the keys, sorts them in shared memory (cub::BlockRadixSort, stable)
+// and writes the values and indices, one kernel in all. Padding past the row's end gets the key that sorts
+// last (largest ascending, smallest descending) and a position past every real one, so stability keeps it
+// behind any real element with the same key; it is never written out.
+//
 // Why integer keys: CUB orders floats by their bits (a radix sort) or by operator< (the merge sorts it uses
 // for short segments). The bits put a NaN with its sign bit set below -inf and order NaNs by payload;
 // operator< is no order at all once a NaN is in. sort_key maps each element to an unsigned integer whose
@@ -17,6 +23,7 @@
 #include <limits>
 #include <type_traits>
 
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
@@ -84,6 +91,57 @@ __global__ void sort_gather_kernel(int64_t total, const T* x, RowLayout layout, 
   }
 }
 
+// One block per row; thread t holds the row's elements t*kItems .. t*kItems + kItems - 1 (CUB's blocked
+// arrangement), so the block's item order is the row's order and the stable sort keeps ties in it.
+template <typename T, int kThreads, int kItems>
+__global__ void __launch_bounds__(kThreads)
+    block_sort_rows_kernel(const T* x, RowLayout layout, bool descending, T* values, int64_t* indices) {
+  using Key = typename SortKey<T>::type;
+  using BlockSort = cub::BlockRadixSort<Key, kThreads, kItems, int32_t>;
+  __shared__ typename BlockSort::TempStorage temp;
+  const int64_t base = layout.base(blockIdx.x), n = layout.size, inner = layout.inner;
+  const Key padding = descending ? Key(0) : static_cast<Key>(~Key(0));
+  Key keys[kItems];
+  int32_t positions[kItems];
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int32_t k = threadIdx.x * kItems + i;
+    keys[i] = k < n ? sort_key(x[base + k * inner]) : padding;
+    positions[i] = k;
+  }
+  if (descending)
+    BlockSort(temp).SortDescending(keys, positions);
+  else
+    BlockSort(temp).Sort(keys, positions);
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int64_t k = threadIdx.x * kItems + i;
+    if (k >= n) continue;
+    values[base + k * inner] = x[base + int64_t(positions[i]) * inner];
+    indices[base + k * inner] = positions[i];
+  }
+}
+
+constexpr int64_t kBlockSortMax = 4096;
+
+// True when it sorted: rows of at most kBlockSortMax elements, one block each.
+template <typename T>
+bool block_sort_rows(const Tensor& x, const RowLayout& layout, bool descending, const Tensor& values,
+                     const Tensor& indices, cudaStream_t stream) {
+  const int64_t n = layout.size, rows = layout.rows();
+  if (n > kBlockSortMax || rows > INT_MAX) return false;
+  const unsigned blocks = static_cast<unsigned>(rows);
+  if (n <= 512) {
+    block_sort_rows_kernel<T, 128, 4><<<blocks, 128, 0, stream>>>(x.data<T>(), layout, descending, values.data<T>(),
+                                                                  indices.data<int64_t>());
+  } else {
+    block_sort_rows_kernel<T, 256, 16><<<blocks, 256, 0, stream>>>(x.data<T>(), layout, descending,
+                                                                   values.data<T>(), indices.data<int64_t>());
+  }
+  MINIDET_CUDA_LAUNCH_CHECK("block_sort_rows_kernel");
+  return true;
+}
+
 }  // namespace
 
 void sort_rows_cuda(const Tensor& x, const RowLayout& layout, bool descending, const Tensor& values,
@@ -92,6 +150,12 @@ void sort_rows_cuda(const Tensor& x, const RowLayout& layout, bool descending, c
   const int64_t total = x.numel(), rows = layout.rows(), n = layout.size;
   MINIDET_CHECK(n <= INT_MAX, "sort: CUDA sorts rows of at most ", INT_MAX, " elements, got ", n);
   cudaStream_t stream = cuda::current_stream();
+  if (total == 0) return;
+  bool sorted = false;
+  MINIDET_DISPATCH_NUMERIC(x.dtype(), "sort", [&] {
+    sorted = block_sort_rows<scalar_t>(x, layout, descending, values, indices, stream);
+  });
+  if (sorted) return;
   // Two buffers each for keys and positions: CUB's DoubleBuffer form ping-pongs between them instead of
   // asking for that much more scratch; afterwards Current() names the one holding the sorted data.
   // Keys are unsigned integers of x's element size; minidet has no such dtypes, so they live in x's dtype's

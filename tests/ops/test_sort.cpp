@@ -195,6 +195,22 @@ MINIDET_CUDA_TEST_CASE("cuda/sort: many rows along every dim and non-contiguous 
   check_cuda_sort(randint(0, 2, {5000, 3}).to(kFloat32), 1, false);
 }
 
+MINIDET_CUDA_TEST_CASE("cuda/sort: rows at the one-block limit and past it keep ties in order") {
+  // 512 and 4,096 are the two block sizes' capacities; 513 and 4,097 are one past; 2,304 is a detector row.
+  for (int64_t n : {2, 512, 513, 2304, 4096, 4097}) {
+    CAPTURE(n);
+    for (bool descending : {false, true}) {
+      check_cuda_sort(randint(0, 3, {8, n}).to(kFloat32), 1, descending);
+      check_cuda_sort(randint(-2, 2, {3, n}), 1, descending);           // int64: the padding key is a real key
+      check_cuda_sort(randint(0, 256, {2, n}).to(kUInt8), 1, descending);  // uint8: 0 and 255 pad
+    }
+  }
+  // The padding keys themselves in a row: int64 max sorts last ascending, int64 min first descending.
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  for (bool descending : {false, true})
+    check_cuda_sort(from_vector<int64_t>({big, 0, small, big, small, 0, big}, {1, 7}), 1, descending);
+}
+
 MINIDET_CUDA_TEST_CASE("cuda/sort: NaN and signed zeros give the CPU order and bits") {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const Tensor x = from_vector<float>({nan, 1, -nan, -inf, inf, -0.0f, 0.0f, -0.0f, 3, nan}, {2, 5});
