@@ -1,6 +1,8 @@
 // BoxCoder: encode / decode written with differentiable slicing and elementwise ops (math in box_coder.h).
 #include "models/box_coder/box_coder.h"
 
+#include "core/grad_mode.h"
+#include "ops/box_coding/box_coding.h"
 #include "ops/boxes/box_checks.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
@@ -14,6 +16,12 @@ namespace {
 struct CenterSize {
   Tensor cx, cy, w, h;
 };
+
+// Whether a gradient must flow: then the composed form below runs and records its ops; otherwise the one-kernel
+// form (ops/box_coding), which computes the same bits.
+bool needs_grad(const Tensor& a, const Tensor& b) {
+  return GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+}
 
 CenterSize center_size(const Tensor& boxes) {
   CenterSize c;
@@ -43,6 +51,7 @@ Tensor BoxCoder::encode(const Tensor& target_boxes, const Tensor& reference_boxe
   MINIDET_CHECK(target_boxes.sizes() == reference_boxes.sizes(), op,
                 ": expected target_boxes and reference_boxes of the same shape, got ", target_boxes.sizes(),
                 " and ", reference_boxes.sizes());
+  if (!needs_grad(target_boxes, reference_boxes)) return encode_boxes(target_boxes, reference_boxes, weights_);
   const CenterSize g = center_size(target_boxes), p = center_size(reference_boxes);
   // The same order of operations as torchvision's encode_boxes, so float32 targets round alike.
   const Tensor dx = div(mul(sub(g.cx, p.cx), weights_[0]), p.w);
@@ -64,6 +73,7 @@ Tensor BoxCoder::decode(const Tensor& deltas, const Tensor& reference_boxes) con
                 " reference boxes and K >= 1, got ", deltas.sizes());
   ops::check_same_dtype(op, deltas, "deltas", reference_boxes, "reference_boxes");
   ops::check_same_device(op, deltas, "deltas", reference_boxes, "reference_boxes");
+  if (!needs_grad(deltas, reference_boxes)) return decode_boxes(deltas, reference_boxes, weights_, bbox_xform_clip_);
   const int64_t columns = deltas.size(1);
   // Column k of each (N, K) tensor below belongs to the k-th box of every reference box; the reference's
   // centre and size are (N, 1) and broadcast over k.

@@ -20,7 +20,9 @@
 // where dw / ww was clamped (above the clip the box no longer depends on dw). It is composed from
 // differentiable ops, so the reference boxes get gradients too when they require them (torchvision's
 // anchors and detached proposals do not). encode is composed the same way, though it is normally applied
-// to constants (matched ground truth and anchors).
+// to constants (matched ground truth and anchors). When no gradient is needed (grad mode off, or no input
+// requires grad: the targets, the detached proposals), both run as one kernel instead (ops/box_coding),
+// with the same operations in the same order and so the same bits.
 //
 // Shapes: encode takes (..., 4) and (..., 4) of the same shape and returns (..., 4). decode takes deltas
 // (N, 4K) and reference boxes (N, 4) and returns (N, 4K): K boxes per reference (K = 1 for the RPN, C + 1

@@ -11,6 +11,7 @@
 
 #include "core/factories.h"
 #include "ops/batch_norm/batch_norm.h"
+#include "ops/box_coding/box_coding.h"
 #include "ops/boxes/boxes.h"
 #include "ops/conv2d/conv2d.h"
 #include "ops/deform_conv2d/deform_conv2d.h"
@@ -215,6 +216,10 @@ std::vector<BadCall> detection_rows() {
   auto boxes = [](std::vector<float> v) { return from_vector<float>(v, {static_cast<int64_t>(v.size() / 4), 4}); };
   const float nan = static_cast<float>(kNaN), inf = static_cast<float>(kInf);
   std::vector<BadCall> rows = {
+      {"encode_boxes", "boxes of shapes (2, 4) and (3, 4)", [] { encode_boxes(f32({2, 4}), f32({3, 4}), {1, 1, 1, 1}); }},
+      {"encode_boxes", "a zero weight", [] { encode_boxes(f32({2, 4}), f32({2, 4}), {1, 0, 1, 1}); }},
+      {"decode_boxes", "deltas of shape (2, 6)", [] { decode_boxes(f32({2, 6}), f32({2, 4}), {1, 1, 1, 1}, 4.0); }},
+      {"decode_boxes", "a NaN clip", [] { decode_boxes(f32({2, 4}), f32({2, 4}), {1, 1, 1, 1}, kNaN); }},
       {"roi_align", "rois of shape (1, 4)", [=] { roi_align(feat, f32({1, 4})); }},
       {"roi_align", "a batch index out of range", [=] { roi_align(feat, rois({2, 0, 0, 4, 4})); }},
       {"roi_align", "a negative batch index", [=] { roi_align(feat, rois({-1, 0, 0, 4, 4})); }},
@@ -280,6 +285,8 @@ TEST_CASE("values/op_table: empty inputs are legal and give documented results")
   CHECK(conv2d(rand({0, 3, 5, 5}), rand({2, 3, 3, 3})).sizes() == Shape{0, 2, 3, 3});
   CHECK(cat({zeros({0, 3}), rand({2, 3})}, 0).sizes() == Shape{2, 3});
   CHECK(remove_small_boxes(zeros({0, 4}), 1.0).sizes() == Shape{0});
+  CHECK(encode_boxes(zeros({0, 4}), zeros({0, 4}), {1, 1, 1, 1}).sizes() == Shape{0, 4});
+  CHECK(decode_boxes(zeros({0, 8}), zeros({0, 4}), {1, 1, 1, 1}, 4.0).sizes() == Shape{0, 8});
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/op_table: inputs on two devices are refused by name") {

@@ -113,6 +113,34 @@ TEST_CASE("gradcheck/box_coder: decode in the deltas and the reference boxes in 
   CHECK_MESSAGE(e.ok, e.report);
 }
 
+// The one-kernel form (no gradient needed) against the composed form (an input that requires grad).
+void check_forms_agree(const Tensor& target, const Tensor& reference, const Tensor& deltas, double exact) {
+  for (const BoxCoder& coder : {BoxCoder(), BoxCoder({10, 10, 5, 5})}) {
+    const Tensor fused_encode = coder.encode(target, reference);
+    const Tensor composed_encode = coder.encode(target.clone().requires_grad_(), reference).detach();
+    CHECK(max_abs_diff(fused_encode.cpu(), composed_encode.cpu()) <= exact);
+    const Tensor fused_decode = coder.decode(deltas, reference);
+    const Tensor composed_decode = coder.decode(deltas.clone().requires_grad_(), reference).detach();
+    CHECK(max_abs_diff(fused_decode.cpu(), composed_decode.cpu()) <= exact);
+  }
+}
+
+TEST_CASE("values/box_coder: with no gradient needed the one-kernel form gives the composed form's bits") {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    CAPTURE(dtype);
+    const Tensor reference = random_boxes(500, dtype, 11), target = random_boxes(500, dtype, 12);
+    check_forms_agree(target, reference, random_deltas(500, 12, dtype, 13, 30.0), 0.0);
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/box_coder: with no gradient needed the one-kernel form gives the composed form's bits") {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    CAPTURE(dtype);
+    const Tensor reference = random_boxes(500, dtype, 11).cuda(), target = random_boxes(500, dtype, 12).cuda();
+    check_forms_agree(target, reference, random_deltas(500, 12, dtype, 13, 30.0).cuda(), 0.0);
+  }
+}
+
 TEST_CASE("errors/box_coder: bad weights shapes dtypes and clip") {
   CHECK_THROWS_CONTAINING(BoxCoder({1, 0, 1, 1}), "BoxCoder: expected positive finite weights");
   CHECK_THROWS_CONTAINING(BoxCoder({1, 1, 1, 1}, std::nan("")), "bbox_xform_clip is NaN");
