@@ -11,6 +11,8 @@
 #   demo      examples/train_mlp on the GPU
 #   train     minidet train on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
 #   bench     the benchmarks and their PyTorch twins
+#   profile   ncu over about two training steps at batch 8, summed by kernel (scripts/ncu-summary.py;
+#             PROFILE_SKIP, PROFILE_COUNT launches, PROFILE_TOP rows); not in `all`
 #   tta       time to accuracy of the detector, minidet and torchvision (bench_detector and
 #             bench/detector_torch.py --time-to-accuracy; minutes each, so not in `all`; TTA_ARGS for both)
 #   asan      the whole CPU suite under AddressSanitizer + UBSan (scripts/asan.sh's build, on 16 cores)
@@ -265,6 +267,17 @@ if wants tta; then
   # shellcheck disable=SC2086
   PYTHONUNBUFFERED=1 python3 bench/detector_torch.py --time-to-accuracy ${TTA_ARGS:-} \
     --minidet-json /tmp/minidet-bench/tta.jsonl 2>&1 | tee -a "$summary"
+fi
+if wants profile; then
+  # Where a training step's GPU time goes, kernel by kernel: ncu over about two steps of `minidet train` at
+  # batch 8 (graph nodes profiled one by one), after PROFILE_SKIP launches of warm-up. Upper bounds: ncu
+  # serialises kernels and flushes caches.
+  note "== profile (ncu, ${PROFILE_COUNT:-1700} launches after ${PROFILE_SKIP:-12000})"
+  ncu --graph-profiling node --launch-skip "${PROFILE_SKIP:-12000}" --launch-count "${PROFILE_COUNT:-1700}" \
+    --metrics gpu__time_duration.sum --csv build/gpu/examples/minidet/minidet train --device cuda \
+    --out /tmp/minidet-profile --set schedule.steps=60 --set schedule.eval_every=1000 >"$OUT/kernels.csv" 2>"$OUT/profile.err"
+  note "ncu exit code $?"
+  python3 scripts/ncu-summary.py "$OUT/kernels.csv" --top "${PROFILE_TOP:-40}" 2>&1 | tee -a "$summary"
 fi
 # The device tool brings back at most 8 files from $OUT: past that, everything but the summary travels as one
 # archive (logs.tgz, paths relative to $OUT).

@@ -95,12 +95,15 @@ Selected select_proposals(const char* op, const Tensor& objectness, const Tensor
   const Tensor top_deltas = detail::take_rows(deltas.detach(), best.indices).reshape({images * top, 4});
   const Tensor top_anchors = detail::take_rows(anchors.detach().unsqueeze(0), best.indices.reshape({1, images * top}));
   const Tensor decoded = BoxCoder().decode(top_deltas, top_anchors.reshape({images * top, 4}));
+  // Clipped run by run of images of one size: a batch of equal sizes (the usual case) is one clip.
   std::vector<Tensor> clipped;
-  for (int64_t n = 0; n < images; ++n) {
-    const double height = static_cast<double>(image_sizes[n][0]), width = static_cast<double>(image_sizes[n][1]);
-    clipped.push_back(clip_boxes_to_image(decoded.narrow(0, n * top, top), height, width));
+  for (int64_t first = 0, last = 0; first < images; first = last) {
+    while (last < images && image_sizes[last] == image_sizes[first]) ++last;
+    const double height = static_cast<double>(image_sizes[first][0]);
+    const double width = static_cast<double>(image_sizes[first][1]);
+    clipped.push_back(clip_boxes_to_image(decoded.narrow(0, first * top, (last - first) * top), height, width));
   }
-  const Tensor boxes = stack(clipped, 0);  // (N, T, 4)
+  const Tensor boxes = (clipped.size() == 1 ? clipped[0] : cat(clipped, 0)).view({images, top, 4});  // (N, T, 4)
   const Tensor scores = sigmoid(best.values);
   const Tensor sides = sub(boxes.narrow(2, 2, 2), boxes.narrow(2, 0, 2));  // (N, T, 2): widths, heights
   const Tensor big = ge(minimum(sides.select(2, 0), sides.select(2, 1)), options.min_size);
