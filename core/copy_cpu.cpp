@@ -8,6 +8,8 @@ namespace {
 
 // Converting through static_cast is exact for the conversions that matter (int64 <-> float for values
 // below 2^24/2^53); to bool it yields value != 0, as in PyTorch.
+// Row by row along the innermost (coalesced) dim: the index arithmetic runs once per row, not once per
+// element, and the inner loop is a plain strided walk (a transpose's rows, a broadcast's repeats).
 template <typename Dst, typename Src>
 void copy_loop(const Tensor& dst, const Tensor& src) {
   const Shape* strides[2] = {&dst.strides(), &src.strides()};
@@ -15,11 +17,15 @@ void copy_loop(const Tensor& dst, const Tensor& src) {
   Dst* out = dst.data<Dst>();
   const Src* in = src.data<Src>();
   const int64_t n = dst.numel();
+  const int64_t inner = ix.ndim ? ix.sizes[ix.ndim - 1] : 1;
+  const int64_t out_step = ix.ndim ? ix.strides[0][ix.ndim - 1] : 0, in_step = ix.ndim ? ix.strides[1][ix.ndim - 1] : 0;
 #pragma omp parallel for if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t row = 0; row < n / inner; ++row) {
     int64_t off[2];
-    ix.offsets(i, off);
-    out[off[0]] = static_cast<Dst>(in[off[1]]);
+    ix.offsets(row * inner, off);
+    Dst* o = out + off[0];
+    const Src* p = in + off[1];
+    for (int64_t j = 0; j < inner; ++j) o[j * out_step] = static_cast<Dst>(p[j * in_step]);
   }
 }
 
