@@ -79,7 +79,8 @@ def load_minidet(path, benches, device_name):
             if r.get("bench") in benches and r.get("device", "").startswith("cuda"):
                 if r["device"] != device_name:
                     print(f"warning: minidet ran on {r['device']}, PyTorch on {device_name}", file=sys.stderr)
-                rows[(r["bench"], r["shape"], r["pass"])] = r["median_ms"]
+                # A time-to-accuracy row that never reached its target has no time to compare: None.
+                rows[(r["bench"], r["shape"], r["pass"])] = None if r.get("reached") is False else r["median_ms"]
     return rows
 
 
@@ -100,6 +101,11 @@ def print_ratios(minidet, rows, device_name):
         if key not in minidet:
             continue
         m, t = minidet[key], r["median_ms"]
+        if m is None or r.get("reached") is False:
+            missed = " and ".join(name for name, row_missed in (("minidet", m is None), (r["impl"], r.get("reached") is False))
+                                  if row_missed)
+            print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<8} no ratio: {missed} never reached the target")
+            continue
         print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<8} {m:>9.4f} {r['impl']:<14} {t:>9.4f} {m / t:>6.2f}")
         print(json.dumps({"bench": r["bench"] + "_ratio", "device": device_name, "shape": r["shape"],
                           "pass": r["pass"], "impl": r["impl"], "minidet_ms": m, "torch_ms": t,
