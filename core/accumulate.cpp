@@ -1,6 +1,7 @@
 #include "core/accumulate.h"
 
 #include "core/reduce_sum.h"
+#include "core/for_each_run.h"
 #include "core/strided_indexer.h"
 
 namespace minidet {
@@ -8,12 +9,9 @@ namespace detail {
 namespace {
 template <typename T>
 void add_loop(T* out, const T* in, const StridedIndexer<2>& ix, int64_t n) {
-#pragma omp parallel for if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t off[2];
-    ix.offsets(i, off);
-    out[off[0]] += in[off[1]];
-  }
+  for_each_run(ix, n, 32768, [&](const int64_t* first, const int64_t* step, int64_t length) {
+    for (int64_t j = 0; j < length; ++j) out[first[0] + j * step[0]] += in[first[1] + j * step[1]];
+  });
 }
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "core/copy_kernels.h"
+#include "core/for_each_run.h"
 #include "core/strided_indexer.h"
 
 namespace minidet::detail {
@@ -8,25 +9,17 @@ namespace {
 
 // Converting through static_cast is exact for the conversions that matter (int64 <-> float for values
 // below 2^24/2^53); to bool it yields value != 0, as in PyTorch.
-// Row by row along the innermost (coalesced) dim: the index arithmetic runs once per row, not once per
-// element, and the inner loop is a plain strided walk (a transpose's rows, a broadcast's repeats).
 template <typename Dst, typename Src>
 void copy_loop(const Tensor& dst, const Tensor& src) {
   const Shape* strides[2] = {&dst.strides(), &src.strides()};
   const StridedIndexer<2> ix = make_indexer<2>(dst.sizes(), strides);
   Dst* out = dst.data<Dst>();
   const Src* in = src.data<Src>();
-  const int64_t n = dst.numel();
-  const int64_t inner = ix.ndim ? ix.sizes[ix.ndim - 1] : 1;
-  const int64_t out_step = ix.ndim ? ix.strides[0][ix.ndim - 1] : 0, in_step = ix.ndim ? ix.strides[1][ix.ndim - 1] : 0;
-#pragma omp parallel for if (n > 32768)
-  for (int64_t row = 0; row < n / inner; ++row) {
-    int64_t off[2];
-    ix.offsets(row * inner, off);
-    Dst* o = out + off[0];
-    const Src* p = in + off[1];
-    for (int64_t j = 0; j < inner; ++j) o[j * out_step] = static_cast<Dst>(p[j * in_step]);
-  }
+  for_each_run(ix, dst.numel(), 32768, [&](const int64_t* first, const int64_t* step, int64_t length) {
+    Dst* o = out + first[0];
+    const Src* p = in + first[1];
+    for (int64_t j = 0; j < length; ++j) o[j * step[0]] = static_cast<Dst>(p[j * step[1]]);
+  });
 }
 
 template <typename T>
@@ -34,13 +27,9 @@ void fill_loop(const Tensor& dst, T value) {
   const Shape* strides[1] = {&dst.strides()};
   const StridedIndexer<1> ix = make_indexer<1>(dst.sizes(), strides);
   T* out = dst.data<T>();
-  const int64_t n = dst.numel();
-#pragma omp parallel for if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t off[1];
-    ix.offsets(i, off);
-    out[off[0]] = value;
-  }
+  for_each_run(ix, dst.numel(), 32768, [&](const int64_t* first, const int64_t* step, int64_t length) {
+    for (int64_t j = 0; j < length; ++j) out[first[0] + j * step[0]] = value;
+  });
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "core/for_each_run.h"
 #include "core/strided_indexer.h"
 #include "ops/elementwise/elementwise_kernels.h"
 
@@ -8,22 +9,17 @@ constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
 void unary_loop(UnaryOp op, T* out, const T* in, const StridedIndexer<2>& ix, int64_t n, double a, double b) {
-#pragma omp parallel for if (n > kParallelAbove)
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t off[2];
-    ix.offsets(i, off);
-    out[off[0]] = apply_unary<T>(op, in[off[1]], a, b);
-  }
+  for_each_run(ix, n, kParallelAbove, [&](const int64_t* first, const int64_t* step, int64_t length) {
+    for (int64_t j = 0; j < length; ++j) out[first[0] + j * step[0]] = apply_unary<T>(op, in[first[1] + j * step[1]], a, b);
+  });
 }
 
 template <typename T, typename Out, typename F>
 void binary_loop(Out* out, const T* x, const T* y, const StridedIndexer<3>& ix, int64_t n, F f) {
-#pragma omp parallel for if (n > kParallelAbove)
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t off[3];
-    ix.offsets(i, off);
-    out[off[0]] = f(x[off[1]], y[off[2]]);
-  }
+  for_each_run(ix, n, kParallelAbove, [&](const int64_t* first, const int64_t* step, int64_t length) {
+    for (int64_t j = 0; j < length; ++j)
+      out[first[0] + j * step[0]] = f(x[first[1] + j * step[1]], y[first[2] + j * step[2]]);
+  });
 }
 
 StridedIndexer<3> indexer3(const Tensor& out, const Tensor& x, const Tensor& y) {
