@@ -72,6 +72,7 @@ constexpr int kCpuThreads = 2;
 constexpr int64_t kCpuBatch = 8;
 constexpr int64_t kHeldBatches = 4;  // distinct batches cycled through by the timed steps
 const int kCountedSteps = static_cast<int>(cli::Schedule{}.log_every);  // one LossWatch read per window
+constexpr int kCountWarmupSteps = 5;  // before counting: see count_per_run
 
 // The synthetic shapes as `minidet train` opens them by default (examples/minidet/datasets.cpp).
 data::ShapesOptions shapes_options() {
@@ -176,6 +177,10 @@ struct Counts {
 
 #if MINIDET_WITH_CUDA
 Counts count_per_run(const std::function<void()>& fn) {
+  // The counts run after every timing, so other workloads (the other batch size, the eager twin, inference)
+  // have used the allocator's cache since this one last ran: a few steps first give it back its own steady
+  // state, which is what the counts describe.
+  for (int i = 0; i < kCountWarmupSteps; ++i) fn();
   MINIDET_CUDA_CHECK(cudaDeviceSynchronize());
   cuda::reset_peak_memory_stats(0);
   const cuda::MemoryStats memory_before = cuda::memory_stats(0);

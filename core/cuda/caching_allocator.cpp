@@ -5,8 +5,11 @@
 #include "core/error.h"
 
 #if MINIDET_WITH_CUDA
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -79,7 +82,7 @@ class CachingAllocator {
       free_blocks.erase(cached);
       pool.stats.cache_hits++;
     } else {
-      ptr = device_malloc(pool, device, size, nbytes);
+      ptr = device_malloc(pool, device, size, nbytes, private_id);
     }
     if (private_id != 0) private_pools_[private_id].live++;
     live_[ptr] = {block_size, device, private_id};  // freed back into the bin of its real size
@@ -197,8 +200,8 @@ class CachingAllocator {
                  device_memory, ". Free tensors you no longer need or use a smaller batch");
   }
 
-  // Caller holds mutex_.
-  void* device_malloc(DevicePool& pool, int device, size_t size, size_t requested) {
+  // Caller holds mutex_. private_id: the capture pool the block goes to (0: the device's cache), for the log.
+  void* device_malloc(DevicePool& pool, int device, size_t size, size_t requested, uint64_t private_id) {
     DeviceGuard guard(Device::cuda(device));
     // cudaMalloc is not a stream operation, so a capture may call it; the thread's capture mode must allow it.
     CaptureModeRelaxed relaxed;
@@ -216,6 +219,12 @@ class CachingAllocator {
     MINIDET_CUDA_CHECK(err);
     pool.stats.reserved_bytes += static_cast<int64_t>(size);
     pool.stats.device_allocations++;
+    static const bool log = std::getenv("MINIDET_CUDA_ALLOC_LOG") != nullptr;
+    if (log)
+      std::fprintf(stderr, "minidet: cudaMalloc #%lld on cuda:%d: %zu bytes for a request of %zu (%s), %s reserved\n",
+                   static_cast<long long>(pool.stats.device_allocations), device, size, requested,
+                   private_id ? ("graph pool " + std::to_string(private_id)).c_str() : "cache",
+                   format_bytes(static_cast<uint64_t>(pool.stats.reserved_bytes)).c_str());
     return ptr;
   }
 

@@ -6,6 +6,9 @@
 // most 1 MiB whose bin is empty takes the smallest free block of up to twice its size instead. cudaMalloc is
 // called only on a miss. When cudaMalloc runs out of memory, the cache is emptied and the call retried once.
 //
+// MINIDET_CUDA_ALLOC_LOG=1 in the environment prints every cudaMalloc (bin size, requested bytes, the pool,
+// the total reserved after it) to stderr: where to look when a step in steady state still allocates.
+//
 // All work runs on one stream per device (core/cuda/context.h), so a block freed by the host can be handed
 // out at once: any kernel still using it runs before any kernel that gets it next.
 #pragma once
