@@ -18,6 +18,8 @@
 //   dx       = col2im(dcols): each column entry is added back to the input pixel it was read from (taps in
 //              the padding are dropped). Pixels read by several windows receive the sum of their entries.
 //   db[o]    = sum over n, p, q of dY[n, o, p, q]
+// The sum of dW over images is part of one GEMM: for it the columns are built rows first, every image's
+// pixels side by side in each row (conv2d_lowering.h), and on CUDA its long K is cut into fixed slices.
 //
 // The column buffer holds C_in*kh*kw*H_out*W_out values per image, kh*kw times the input, so images are
 // processed in chunks sized to keep it under Conv2dOptions::max_column_bytes. Backward recomputes the
