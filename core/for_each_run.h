@@ -1,5 +1,6 @@
 // for_each_run: how the CPU's elementwise loops (copy, fill, add_into, the unary and binary ops) walk a
-// StridedIndexer. Only CPU sources include it: it needs OpenMP, which the library's CPU files are built with.
+// StridedIndexer. Only CPU sources include it: its runs are shared among threads where OpenMP is on (the
+// library's CPU files); elsewhere the pragma would only draw an unknown-pragma warning.
 #pragma once
 
 #include <cstdint>

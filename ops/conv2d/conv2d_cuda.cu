@@ -91,10 +91,21 @@ __global__ void col2im_kernel_cuda(const T* cols, T* images, Window<Index> w, In
   }
 }
 
+// Whether every index and coordinate fits 32 bits: both tensors' element counts, and the window's
+// coordinates (an absurd stride or padding can give a tiny tensor whose arithmetic still needs 64 bits).
 // With room for one more grid stride past the end, so the loops' last increment cannot overflow either.
-bool fits_int32(const Tensor& a, const Tensor& b) {
+bool fits_int32(const Tensor& a, const Tensor& b, const ConvGeometry& g) {
   constexpr int64_t limit = std::numeric_limits<int32_t>::max() - cuda::kMaxBlocks * cuda::kThreadsPerBlock;
-  return a.numel() < limit && b.numel() < limit;
+  const auto axis_fits = [&](int64_t size, int64_t pad, int64_t stride, int64_t dilation, int64_t kernel,
+                             int64_t out) {
+    // Each term is below 2^31 here, so the sum of the largest magnitudes cannot overflow 64 bits.
+    for (int64_t v : {size, pad, stride, dilation, kernel, out})
+      if (v >= limit) return false;
+    return size + 2 * pad + stride * out + dilation * kernel < limit;
+  };
+  return a.numel() < limit && b.numel() < limit &&
+         axis_fits(g.height, g.pad_h, g.stride_h, g.dilation_h, g.kernel_h, g.out_h) &&
+         axis_fits(g.width, g.pad_w, g.stride_w, g.dilation_w, g.kernel_w, g.out_w);
 }
 
 // x covers `inner` elements (threads rounded to whole warps, at most one block's worth), y covers `outer`.
@@ -115,7 +126,7 @@ void im2col_cuda(const Tensor& images, const Tensor& cols, const ConvGeometry& g
   dim3 grid, block;
   launch_shape(g.column_cols(), rows, grid, block);
   MINIDET_DISPATCH_FLOATING(images.dtype(), "conv2d", [&] {
-    if (fits_int32(images, cols))
+    if (fits_int32(images, cols, g))
       im2col_kernel_cuda<scalar_t, int32_t><<<grid, block, 0, cuda::current_stream()>>>(
           images.data<scalar_t>(), cols.data<scalar_t>(), Window<int32_t>(g), int32_t(rows), int32_t(rows_per_image),
           int32_t(strides.image), int32_t(strides.row));
@@ -134,7 +145,7 @@ void col2im_cuda(const Tensor& cols, const Tensor& images, const ConvGeometry& g
   dim3 grid, block;
   launch_shape(plane_hw, planes, grid, block);
   MINIDET_DISPATCH_FLOATING(images.dtype(), "conv2d", [&] {
-    if (fits_int32(images, cols))
+    if (fits_int32(images, cols, g))
       col2im_kernel_cuda<scalar_t, int32_t><<<grid, block, 0, cuda::current_stream()>>>(
           cols.data<scalar_t>(), images.data<scalar_t>(), Window<int32_t>(g), static_cast<int32_t>(planes),
           static_cast<int32_t>(g.kernel_h));

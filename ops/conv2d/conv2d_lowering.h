@@ -35,7 +35,7 @@ ConvGeometry conv_geometry(const char* op, const Tensor& input, int64_t kernel_h
 // Images per chunk so that one chunk's columns stay under max_column_bytes (at least 1, at most batch).
 int64_t images_per_chunk(int64_t bytes_per_image, int64_t batch, int64_t max_column_bytes);
 
-// All tensors contiguous, same dtype and device; out, grad_cols and grad_weight are written in place.
+// All tensors contiguous, same dtype and device; out and grad_cols are written in place.
 void columns_to_output(const Tensor& weight, const Tensor& cols, const Tensor& out, int64_t groups, double beta);
 void output_grad_to_columns(const Tensor& weight, const Tensor& grad_out, const Tensor& grad_cols, int64_t groups);
 // grad_by_channel (C_out, K) and cols (rows, K) contiguous; returns dW (C_out, rows / groups), a new tensor.

@@ -134,12 +134,16 @@ MINIDET_CUDA_TEST_CASE("cuda/conv2d: forward and backward match the CPU in float
   cases.push_back({"larger with forced chunks", {6, 16, 20, 18}, {24, 8, 3, 3}, true,
                    Conv2dOptions().set_groups(2).set_padding(1).set_max_column_bytes(100000)});
   cases.push_back({"larger in one chunk", {6, 16, 20, 18}, {24, 8, 3, 3}, true, Conv2dOptions().set_groups(2).set_padding(1)});
-  // The detector's shape of layer (batch 8, 3x3, stride 1 and 2), and more column rows (2 x 36,000) than a
-  // grid's y dimension holds (65,535), so the kernels' row loops wrap.
+  // The detector's shape of layer (batch 8, 3x3, stride 1 and 2); more column rows (2 x 36,000) than a grid's
+  // y dimension holds (65,535), so im2col's row loop wraps; more planes (17 x 4,000) than that, for col2im's.
   cases.push_back({"a backbone layer", {8, 32, 32, 32}, {32, 32, 3, 3}, false, Conv2dOptions().set_padding(1)});
   cases.push_back({"a backbone layer with stride 2", {8, 32, 32, 32}, {64, 32, 3, 3}, false,
                    Conv2dOptions().set_stride(2).set_padding(1)});
   cases.push_back({"more rows than the grid's y", {2, 4000, 3, 3}, {2, 4000, 3, 3}, true, Conv2dOptions().set_padding(1)});
+  cases.push_back({"more planes than the grid's y", {17, 4000, 2, 2}, {1, 4000, 1, 1}, false, Conv2dOptions()});
+  // One group in chunks of 4 + 2 images: the weight gradient's K slices, summed over two chunks.
+  cases.push_back({"K slices over two chunks", {6, 32, 32, 32}, {32, 32, 3, 3}, false,
+                   Conv2dOptions().set_padding(1).set_max_column_bytes(4 * 288 * 1024 * 4)});
   for (const ConvCase& c : cases) {
     CAPTURE(c.what);
     const Tensor x_cpu = random(c.input, kFloat32, seed++), w_cpu = random(c.weight, kFloat32, seed++);
@@ -172,6 +176,18 @@ MINIDET_CUDA_TEST_CASE("cuda/conv2d: col2im backward gives identical bits twice"
   x.set_grad(Tensor());
   conv2d(x, w, Tensor(), options).backward(g);
   CHECK(x.grad().to_vector<float>() == first);
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/conv2d: the weight gradient's K slices give identical bits twice") {
+  const Tensor x = random({8, 32, 32, 32}, kFloat32, 53).cuda();
+  const Tensor w = random({32, 32, 3, 3}, kFloat32, 54).cuda().requires_grad_();
+  const Tensor g = random({8, 32, 32, 32}, kFloat32, 55).cuda();
+  const Conv2dOptions options = Conv2dOptions().set_padding(1);
+  conv2d(x, w, Tensor(), options).backward(g);
+  const std::vector<float> first = w.grad().to_vector<float>();
+  w.set_grad(Tensor());
+  conv2d(x, w, Tensor(), options).backward(g);
+  CHECK(w.grad().to_vector<float>() == first);
 }
 
 TEST_CASE("errors/conv2d: wrong channels kernel too large mismatched dtypes and bad options") {

@@ -336,6 +336,10 @@ MINIDET_CUDA_TEST_CASE("cuda/sum: each kernel shape (thread block or slices per 
   check_cuda_matches([](const Tensor& t) { return sum(t, {1}); }, randn({3, 300001}), 1e-5, 1e-3);
   check_cuda_matches([](const Tensor& t) { return sum(t, {1, 2, 3}); }, many.to(kFloat64), 1e-12, 1e-12);
   check_cuda_matches([](const Tensor& t) { return sum(t); }, randint(-9, 9, {70001}), 0, 0);
+  check_cuda_matches([](const Tensor& t) { return sum(t, {1}); }, randint(-9, 9, {7, 20000}), 0, 0);
+  // A block per output: 600 outputs of 100 elements. And past the slice cap (1,024 slices of 4,096): 4.3M.
+  check_cuda_matches([](const Tensor& t) { return sum(t, {1}); }, randn({600, 100}), 1e-5, 1e-5);
+  check_cuda_matches([](const Tensor& t) { return sum(t); }, randn({4300000}), 1e-5, 1e-2);
   // The split is fixed by the shape, so the bits repeat run after run.
   const Tensor gpu = many.cuda();
   CHECK(test::max_abs_diff(sum(gpu).cpu(), sum(gpu).cpu()) == 0.0);
