@@ -1,6 +1,8 @@
 // CPU im2col / col2im. Both are parallel over (image, channel) planes: im2col writes the kh*kw column rows
 // of its plane, col2im owns its input plane, so no two threads ever write the same element and the sums in
 // col2im happen in one fixed order (deterministic).
+#include <algorithm>
+
 #include "ops/conv2d/conv2d_kernels.h"
 
 namespace minidet::ops::detail {
@@ -22,13 +24,23 @@ void im2col_kernel(const T* images, T* cols, int64_t batch, const ConvGeometry& 
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       for (int64_t j = 0; j < g.kernel_w; ++j) {
         T* dst = dst_plane + (i * g.kernel_w + j) * strides.row;
+        // The outputs q whose x = q*stride_w - pad_w + j*dilation_w falls inside the image: [q_begin, q_end).
+        // Outside them the row is padding (zeros); inside, a branch-free gather (a plain copy at stride 1).
+        const int64_t x_first = j * g.dilation_w - g.pad_w;  // x of q = 0
+        const int64_t q_begin = std::min(g.out_w, x_first >= 0 ? 0 : (-x_first + g.stride_w - 1) / g.stride_w);
+        const int64_t q_end =
+            std::max(q_begin, std::min(g.out_w, x_first >= g.width ? 0 : (g.width - 1 - x_first) / g.stride_w + 1));
         for (int64_t p = 0; p < g.out_h; ++p) {
           const int64_t y = p * g.stride_h - g.pad_h + i * g.dilation_h;
-          const bool row_inside = y >= 0 && y < g.height;
-          for (int64_t q = 0; q < g.out_w; ++q) {
-            const int64_t x = q * g.stride_w - g.pad_w + j * g.dilation_w;
-            dst[p * g.out_w + q] = row_inside && x >= 0 && x < g.width ? src[y * g.width + x] : T(0);
+          T* out = dst + p * g.out_w;
+          if (y < 0 || y >= g.height) {
+            std::fill(out, out + g.out_w, T(0));
+            continue;
           }
+          const int64_t row = y * g.width + x_first;  // src index of q = 0 (itself maybe in the padding)
+          std::fill(out, out + q_begin, T(0));
+          for (int64_t q = q_begin; q < q_end; ++q) out[q] = src[row + q * g.stride_w];
+          std::fill(out + q_end, out + g.out_w, T(0));
         }
       }
     }
