@@ -3,8 +3,6 @@
 
 #include "core/grad_mode.h"
 #include "ops/box_coding/box_coding.h"
-#include "ops/boxes/box_checks.h"
-#include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/unary.h"
 #include "ops/shape/shape.h"
@@ -36,21 +34,12 @@ CenterSize center_size(const Tensor& boxes) {
 
 BoxCoder::BoxCoder(std::array<double, 4> weights, double bbox_xform_clip)
     : weights_(weights), bbox_xform_clip_(bbox_xform_clip) {
-  for (double w : weights_)
-    MINIDET_CHECK(std::isfinite(w) && w > 0, "BoxCoder: expected positive finite weights, got (", weights_[0], ", ",
-                  weights_[1], ", ", weights_[2], ", ", weights_[3], ")");
+  ops::detail::check_box_coding_weights("BoxCoder", weights_);
   MINIDET_CHECK(!std::isnan(bbox_xform_clip_), "BoxCoder: bbox_xform_clip is NaN");
 }
 
 Tensor BoxCoder::encode(const Tensor& target_boxes, const Tensor& reference_boxes) const {
-  const char* op = "BoxCoder::encode";
-  ops::detail::check_boxes(op, target_boxes, "target_boxes");
-  ops::detail::check_boxes(op, reference_boxes, "reference_boxes");
-  ops::check_same_dtype(op, target_boxes, "target_boxes", reference_boxes, "reference_boxes");
-  ops::check_same_device(op, target_boxes, "target_boxes", reference_boxes, "reference_boxes");
-  MINIDET_CHECK(target_boxes.sizes() == reference_boxes.sizes(), op,
-                ": expected target_boxes and reference_boxes of the same shape, got ", target_boxes.sizes(),
-                " and ", reference_boxes.sizes());
+  ops::detail::check_encode_args("BoxCoder::encode", target_boxes, reference_boxes);
   if (!needs_grad(target_boxes, reference_boxes)) return encode_boxes(target_boxes, reference_boxes, weights_);
   const CenterSize g = center_size(target_boxes), p = center_size(reference_boxes);
   // The same order of operations as torchvision's encode_boxes, so float32 targets round alike.
@@ -62,17 +51,7 @@ Tensor BoxCoder::encode(const Tensor& target_boxes, const Tensor& reference_boxe
 }
 
 Tensor BoxCoder::decode(const Tensor& deltas, const Tensor& reference_boxes) const {
-  const char* op = "BoxCoder::decode";
-  ops::check_defined(op, deltas, "deltas");
-  ops::detail::check_boxes(op, reference_boxes, "reference_boxes", "(N, 4)");
-  ops::check_dim(op, reference_boxes, "reference_boxes (N, 4)", 2);
-  ops::check_floating(op, deltas, "deltas");
-  MINIDET_CHECK(deltas.dim() == 2 && deltas.size(1) % 4 == 0 && deltas.size(1) > 0 &&
-                    deltas.size(0) == reference_boxes.size(0),
-                op, ": expected deltas of shape (N, 4K) with N = ", reference_boxes.size(0),
-                " reference boxes and K >= 1, got ", deltas.sizes());
-  ops::check_same_dtype(op, deltas, "deltas", reference_boxes, "reference_boxes");
-  ops::check_same_device(op, deltas, "deltas", reference_boxes, "reference_boxes");
+  ops::detail::check_decode_args("BoxCoder::decode", deltas, reference_boxes);
   if (!needs_grad(deltas, reference_boxes)) return decode_boxes(deltas, reference_boxes, weights_, bbox_xform_clip_);
   const int64_t columns = deltas.size(1);
   // Column k of each (N, K) tensor below belongs to the k-th box of every reference box; the reference's

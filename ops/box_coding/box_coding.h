@@ -31,4 +31,13 @@ Tensor encode_boxes(const Tensor& target_boxes, const Tensor& reference_boxes, c
 Tensor decode_boxes(const Tensor& deltas, const Tensor& reference_boxes, const std::array<double, 4>& weights,
                     double clip);
 
+namespace ops::detail {
+// The argument checks that encode_boxes, decode_boxes and BoxCoder share (errors name `op`): boxes of shape
+// (..., 4) alike (encode); deltas (N, 4K) against reference boxes (N, 4) (decode); one dtype and device;
+// finite positive weights.
+void check_encode_args(const char* op, const Tensor& target_boxes, const Tensor& reference_boxes);
+void check_decode_args(const char* op, const Tensor& deltas, const Tensor& reference_boxes);
+void check_box_coding_weights(const char* op, const std::array<double, 4>& weights);
+}  // namespace ops::detail
+
 }  // namespace minidet
