@@ -75,7 +75,7 @@ def shape_of(batch, prefix="tiny"):
 
 # ---- the model and one step ------------------------------------------------------------------------------------
 
-def build_model(torch):
+def build_model(torch, device="cuda"):
     from torch import nn
     from torchvision.models.detection import FasterRCNN
     from torchvision.models.detection.anchor_utils import AnchorGenerator
@@ -146,7 +146,7 @@ def build_model(torch):
         box_score_thresh=0.05, box_nms_thresh=0.5, box_detections_per_img=100, box_fg_iou_thresh=0.5,
         box_bg_iou_thresh=0.5, box_batch_size_per_image=128, box_positive_fraction=0.25,
         bbox_reg_weights=(10.0, 10.0, 5.0, 5.0))
-    return model.cuda()
+    return model.to(device)
 
 
 def lr_factor(step, steps):
@@ -163,7 +163,7 @@ class Trainer:
         self.torch, self.steps, self.steps_done, self.device = torch, steps, 0, device
         self.watch = torch.zeros(LOG_EVERY + 1, 5, dtype=torch.float64, device=device)  # the loop's LossWatch
         self.watched_steps = []
-        self.model = build_model(torch).to(device)
+        self.model = build_model(torch, device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8,
                                            weight_decay=WEIGHT_DECAY)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: lr_factor(step, steps))
