@@ -33,6 +33,9 @@ struct Sample {
   std::vector<Box> boxes;
   std::vector<int64_t> labels;
   int64_t image_id = 0;
+  // Set by horizontal_flip (data/transforms): the image is the dataset's mirrored left-right. The random
+  // transform records what it drew here, so a run can write down its flips instead of re-deriving them.
+  bool flipped = false;
 };
 
 class Dataset {

@@ -108,6 +108,7 @@ Batch collate(const std::vector<Sample>& samples, const std::vector<int64_t>& in
     batch.labels.push_back(from_vector<int64_t>(sample.labels, {objects}));
     batch.image_ids.push_back(sample.image_id);
     batch.image_sizes.push_back({sample.image.height, sample.image.width});
+    batch.flipped.push_back(sample.flipped);
   }
   return batch;
 }

@@ -47,6 +47,7 @@ struct Batch {
   std::vector<int64_t> image_ids;
   std::vector<std::array<int64_t, 2>> image_sizes;  // per image (height, width) before padding
   std::vector<int64_t> indices;  // dataset indices, in batch order
+  std::vector<bool> flipped;     // per image, Sample::flipped: mirrored left-right by the transform
 
   int64_t size() const { return static_cast<int64_t>(image_ids.size()); }
 };

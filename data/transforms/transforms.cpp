@@ -17,6 +17,7 @@ Sample horizontal_flip(Sample sample) {
     }
   const double width = static_cast<double>(image.width);
   for (Box& box : sample.boxes) box = {width - box.x2, box.y1, width - box.x1, box.y2};
+  sample.flipped = !sample.flipped;  // a second flip restores the dataset's image
   return sample;
 }
 

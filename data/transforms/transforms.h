@@ -1,7 +1,8 @@
 // Transforms: the per-sample changes a detector's input pipeline makes, with the boxes kept in step.
 //
 //   horizontal_flip   pixel column x moves to W - 1 - x; a box (x1, y1, x2, y2) becomes (W - x2, y1, W - x1, y2)
-//                     (continuous coordinates, so flipping twice gives the same box back exactly)
+//                     (continuous coordinates, so flipping twice gives the same box back exactly); it
+//                     toggles Sample::flipped, so the loader can report which images were mirrored
 //   resize            bilinear, sampling the source at ((x + 0.5) * W / W' - 0.5, ...), the half-pixel
 //                     convention of torchvision and OpenCV; boxes scale by (W' / W, H' / H)
 //   normalize         (image - mean[c]) / stddev[c] per channel of a (3, H, W) or (N, 3, H, W) float tensor

@@ -100,6 +100,29 @@ TEST_CASE("values/loader: random transforms do not depend on the thread") {
   CHECK(batches == 7);
 }
 
+TEST_CASE("values/loader: Batch::flipped names exactly the images the transform mirrored") {
+  const ShapesDataset dataset = tiny_shapes();
+  LoaderOptions options;
+  options.batch_size = 3;
+  options.transform = random_horizontal_flip(0.5);
+  DataLoader loader(dataset, options);
+  int64_t flipped = 0, kept = 0;
+  while (auto batch = loader.next()) {
+    REQUIRE(batch->flipped.size() == batch->indices.size());
+    for (int64_t b = 0; b < batch->size(); ++b) {
+      // The pixels decide: the batch image is the dataset's image, or its mirror.
+      Sample expected = dataset.get(batch->indices[b]);
+      if (batch->flipped[b]) expected = horizontal_flip(std::move(expected));
+      const Batch alone = collate({expected}, {batch->indices[b]});
+      CHECK(minidet::test::max_abs_diff(batch->images.select(0, b), alone.images.select(0, 0)) == 0.0);
+      CHECK(minidet::test::max_abs_diff(batch->boxes[b], alone.boxes[0]) == 0.0);
+      (batch->flipped[b] ? flipped : kept) += 1;
+    }
+  }
+  CHECK(flipped > 0);  // 21 images at p = 0.5: both kinds occur
+  CHECK(kept > 0);
+}
+
 TEST_CASE("errors/loader: a failing sample reaches the caller") {
   const BrokenDataset dataset;
   LoaderOptions options;

@@ -32,6 +32,9 @@ TEST_CASE("values/transforms: horizontal flip mirrors pixels and boxes") {
   const Sample back = horizontal_flip(flipped);
   CHECK(back.image == original.image);
   CHECK(back.boxes == original.boxes);
+  CHECK(!original.flipped);
+  CHECK(flipped.flipped);
+  CHECK(!back.flipped);  // mirrored twice: the original again
 }
 
 TEST_CASE("values/transforms: flipped shapes keep tight boxes") {
@@ -87,7 +90,9 @@ TEST_CASE("values/transforms: normalize and random flip") {
   minidet::Generator generator(3);
   const Sample original = one_object_sample({0, 0, 0});
   CHECK(always(original, generator).boxes[0] == Box{30, 5, 37, 12});
+  CHECK(always(original, generator).flipped);
   CHECK(never(original, generator).boxes[0] == original.boxes[0]);
+  CHECK(!never(original, generator).flipped);
   const Transform both = compose({always, resize_to(20, 15)});
   CHECK(both(original, generator).boxes[0] == Box{15, 2.5, 18.5, 6});
 }
