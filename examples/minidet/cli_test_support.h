@@ -48,6 +48,9 @@ inline std::string read_text(const fs::path& path) {
 }
 
 inline void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+inline void append_text(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::app) << text;
+}
 
 // A fresh folder per test case, under the build tree.
 inline fs::path fresh_folder(const std::string& name) {

@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/factories.h"
 #include "data/image/image_io.h"
+#include "data/loader/loader.h"
 #include "data/shapes/shapes_dataset.h"
 #include "examples/minidet/cli_test_support.h"
 #include "nn/checkpoint/checkpoint.h"
@@ -65,6 +67,51 @@ void check_run_folder(const fs::path& run) {
   CHECK(nn::load_checkpoint((run / "last.ckpt").string()).get("progress.step").item<int64_t>() == 6);
 }
 
+// batches.jsonl against a loader built as `minidet train` builds it for kTinyConfig (6 images of 64 px,
+// batch 2, seed 0, flips at p 0.5, drop_last): the same indices, image ids and flips at every step, epochs
+// rolling over after 3 steps. The flips are also checked on the pixels, so the test does not only trust
+// the flag: a batch image is the dataset's image, mirrored exactly where the plan says so.
+void check_batch_plan(const fs::path& run) {
+  data::ShapesOptions shapes;
+  shapes.image_width = shapes.image_height = 64;
+  shapes.train_images = 6;
+  shapes.test_images = 4;
+  const data::ShapesDataset dataset(data::Split::kTrain, shapes);
+  data::LoaderOptions options;
+  options.batch_size = 2;
+  options.drop_last = true;
+  options.transform = data::random_horizontal_flip(0.5);
+  data::DataLoader loader(dataset, options);
+  const std::vector<json> plan = read_jsonl(run / "batches.jsonl");
+  REQUIRE(plan.size() == 6);
+  int64_t flips = 0;
+  for (int64_t step = 1; step <= 6; ++step) {
+    CAPTURE(step);
+    std::optional<data::Batch> batch = loader.next();
+    if (!batch) {
+      loader.start_epoch(loader.epoch() + 1);
+      batch = loader.next();
+    }
+    const json& line = plan[step - 1];
+    CHECK(line.at("step") == step);
+    CHECK(line.at("epoch") == loader.epoch());
+    CHECK(line.at("indices").get<std::vector<int64_t>>() == batch->indices);
+    CHECK(line.at("image_ids").get<std::vector<int64_t>>() == batch->image_ids);
+    const std::vector<bool> flipped = line.at("flipped").get<std::vector<bool>>();
+    CHECK(flipped == batch->flipped);
+    REQUIRE(flipped.size() == 2);
+    for (int64_t b = 0; b < 2; ++b) {
+      data::Sample sample = dataset.get(batch->indices[b]);
+      if (flipped[b]) sample = data::horizontal_flip(std::move(sample));
+      const data::Batch alone = data::collate({sample}, {batch->indices[b]});
+      CHECK(alone.images.select(0, 0).to_vector<float>() == batch->images.select(0, b).to_vector<float>());
+      flips += flipped[b];
+    }
+  }
+  CHECK(flips > 0);  // seed 0 flips some and keeps some: both cases are checked
+  CHECK(flips < 12);
+}
+
 }  // namespace
 
 TEST_CASE("values/minidet: --help for the program and each subcommand") {
@@ -90,15 +137,23 @@ TEST_CASE("values/minidet: train, stop, resume bit for bit, eval and detect end 
   CHECK(straight.out.find("run folder   straight") != std::string::npos);
   CHECK(straight.out.find("evaluation at step 3") != std::string::npos);
   check_run_folder(folder / "straight");
+  check_batch_plan(folder / "straight");
 
   // 4 steps, then a resume to 6: the same losses, bit for bit (the JSON numbers round-trip exactly).
   const Result first = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out split --stop-after 4");
   REQUIRE_MESSAGE(first.code == 0, first.err);
   CHECK(first.out.find("resume with: minidet train --resume split") != std::string::npos);
+  CHECK(read_jsonl(folder / "split" / "batches.jsonl").size() == 4);
+  // As if a crash had come after step 5's plan line and in the middle of step 6's: the resume from step 4
+  // drops both and writes steps 5 and 6 again.
+  append_text(folder / "split" / "batches.jsonl",
+              "{\"step\":5,\"epoch\":9,\"indices\":[],\"image_ids\":[],\"flipped\":[]}\n{\"step\":6,\"ep");
   const Result second = run_minidet(folder, "train --resume split --device cpu --threads 1");
   REQUIRE_MESSAGE(second.code == 0, second.err);
   CHECK(second.out.find("resuming, steps 5..6") != std::string::npos);
   check_run_folder(folder / "split");
+  check_batch_plan(folder / "split");
+  CHECK(read_text(folder / "split" / "batches.jsonl") == read_text(folder / "straight" / "batches.jsonl"));
   const std::vector<json> expected = loss_lines(folder / "straight" / "metrics.jsonl");
   const std::vector<json> resumed = loss_lines(folder / "split" / "metrics.jsonl");
   REQUIRE(expected.size() == 6);
@@ -140,6 +195,7 @@ TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and 
   CHECK(two.out.find("data parallel: 2 ranks, 1 images per rank per step") != std::string::npos);
   CHECK(two.out.find("trained 6 steps") == two.out.rfind("trained 6 steps"));  // printed by rank 0 alone
   check_run_folder(folder / "two");
+  check_batch_plan(folder / "two");  // the global batches, as one process lists them
   CHECK(loss_lines(folder / "two" / "metrics.jsonl").size() == 6);
 
   const Result first = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out split --stop-after 4",
@@ -149,6 +205,7 @@ TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and 
   REQUIRE_MESSAGE(second.code == 0, second.err);
   CHECK(second.out.find("resuming, steps 5..6") != std::string::npos);
   check_run_folder(folder / "split");
+  check_batch_plan(folder / "split");  // 4 steps gathered from 2 ranks, then 2 written by one
 
   const Result odd = run_minidet(folder, "train --config tiny.json --device cpu --out odd --set schedule.batch=3", mpirun);
   CHECK(odd.code != 0);

@@ -92,7 +92,10 @@ bool resume_and_compare(const fs::path& folder, const std::string& name, int64_t
   bool same = resumed.size() == expected.size();
   for (size_t i = 0; same && i < expected.size(); ++i) same = resumed[i].dump() == expected[i].dump();
   CHECK_MESSAGE(same, "the losses after resuming differ from the uninterrupted run's");
-  return ok && complete && same;
+  // The batch plan too: each step once, the very batches and flips of the uninterrupted run.
+  const bool same_plan = read_text(folder / name / "batches.jsonl") == read_text(folder / "straight" / "batches.jsonl");
+  CHECK_MESSAGE(same_plan, "batches.jsonl after resuming differs from the uninterrupted run's");
+  return ok && complete && same && same_plan;
 }
 
 int env_int(const char* name, int fallback) {

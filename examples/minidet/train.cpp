@@ -2,7 +2,7 @@
 // interrupted and continued. Per step: the next batch (random flips), forward_train's four losses, recorded
 // in a LossWatch (on the GPU they stay there until a logged step reads them all in one copy), backward,
 // AdamW, the warm-up + cosine schedule. Every eval_every steps and at the end: the held-out evaluation, the plots,
-// the detection pictures and the checkpoints.
+// the detection pictures and the checkpoints. batches.jsonl records each step's images and flips (batch_plan.h).
 //
 // Exact resume: a checkpoint holds the weights, BatchNorm's statistics, AdamW's moments, the schedule's
 // step, the samplers' generator and (step, epoch). The loader's order and flips are functions of
@@ -42,6 +42,7 @@
 #include "core/factories.h"
 #include "data/loader/loader.h"
 #include "dist/ddp.h"
+#include "examples/minidet/batch_plan.h"
 #include "examples/minidet/commands.h"
 #include "examples/minidet/evaluation.h"
 #include "examples/minidet/loss_watch.h"
@@ -239,6 +240,7 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
   const bool main = group.is_main();
   std::optional<MetricsLog> metrics;  // only rank 0 writes metrics.jsonl
   if (main) metrics.emplace(run.path("metrics.jsonl"), first - 1);
+  BatchPlan plan(run.path("batches.jsonl"), first - 1, group);  // every rank: rank 0 writes the global batches
   if (main && !run.setup.resume) run.save("last.ckpt", 0);  // from here on, --resume always works (see the top)
   // Only rank 0 prints: N progress lines would be noise (errors still reach stderr).
   if (!main && std::freopen("/dev/null", "w", stdout) == nullptr) MINIDET_FAIL("cannot silence stdout");
@@ -271,6 +273,7 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
   while (step < s.steps) {
     ++step;
     const data::Batch batch = next_batch(*run.loader);
+    plan.record(step, run.loader->epoch(), batch);
     const models::Losses losses = run.model->forward_train(batch, run.generator.get());
     const Tensor total = models::FasterRCNN::total_loss(losses);
     std::vector<Tensor> parts{total};
@@ -314,6 +317,8 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
       window_start = now;
       window_images = 0;
     }
+    // Before any checkpoint of this step is saved; several ranks meet only where they meet anyway.
+    if (group.size() == 1 || logged || evaluating || stopping) plan.flush();
     if (evaluating) {
       evaluate_and_save(run, step, elapsed - eval_seconds, metrics ? &*metrics : nullptr, progress);
       eval_seconds += std::chrono::duration<double>(Clock::now() - now).count();

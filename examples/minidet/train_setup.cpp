@@ -43,7 +43,8 @@ void write_config(const RunConfig& config, const std::string& folder) {
 // other files. A folder that refuses (read-only) keeps it, and the write that follows reports why.
 void remove_stale_temp_files(const std::string& folder) {
   std::error_code ec;
-  for (const char* name : {"last.ckpt.tmp", "best.ckpt.tmp", "config.json.tmp", "metrics.jsonl.tmp"})
+  for (const char* name :
+       {"last.ckpt.tmp", "best.ckpt.tmp", "config.json.tmp", "metrics.jsonl.tmp", "batches.jsonl.tmp"})
     fs::remove(fs::path(folder) / name, ec);
 }
 
