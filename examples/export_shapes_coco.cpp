@@ -2,6 +2,15 @@
 // <out>/train/ and <out>/test/. Any COCO tool (pycocotools, this repo's `evaluate`) can then read them.
 //
 //   export_shapes_coco --out /tmp/shapes --size 64 --classes 3 --train 1000 --test 200 --seed 0
+//
+// The data `minidet train` uses by default (data.image_size 128, 2000 + 200 images, 3 classes, noise 24; the
+// dataset seed is always 0: schedule.seed changes the weights, the order and the flips, never the images):
+//
+//   export_shapes_coco --out /tmp/shapes128 --size 128 --train 2000 --test 200 --seed 0
+//
+// writes exactly those images (PNG, lossless), boxes, labels and ids (image id = dataset index + 1), so
+// another implementation, such as bench/detector_torch.py --data, trains and evaluates on the very same data
+// (test_minidet_cli checks the pixels and the losses bit for bit).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

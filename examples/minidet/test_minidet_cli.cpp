@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "core/factories.h"
+#include "data/coco/coco_dataset.h"
 #include "data/image/image_io.h"
 #include "data/loader/loader.h"
 #include "data/shapes/shapes_dataset.h"
 #include "examples/minidet/cli_test_support.h"
+#include "examples/minidet/datasets.h"
 #include "nn/checkpoint/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -180,6 +182,77 @@ TEST_CASE("values/minidet: train, stop, resume bit for bit, eval and detect end 
   CHECK(!data::read_png((folder / "found" / "a.png").string()).empty());
   CHECK(!data::read_png((folder / "found" / "b.png").string()).empty());
   CHECK(json::parse(read_text(folder / "found" / "detections.json")).is_array());
+}
+
+// Runs export_shapes_coco with `arguments` in `folder`; true when it succeeded.
+bool export_shapes(const fs::path& folder, const std::string& arguments) {
+  const std::string command = "cd '" + folder.string() + "' && '" + EXPORT_SHAPES_COCO_EXE + "' " + arguments +
+                              " > export.txt 2>&1";
+  return std::system(command.c_str()) == 0;
+}
+
+// The twin (bench/detector_torch.py --data) trains on export_shapes_coco's folder: it must hold the very
+// images, boxes and labels that `minidet train` draws with its default data config, and PNG keeps the
+// pixels exactly. An image depends only on (seed, split, index), so a few images stand for the 2000 + 200.
+TEST_CASE("values/minidet: export_shapes_coco writes the images, boxes and labels minidet train uses") {
+  const fs::path folder = fresh_folder("export");
+  REQUIRE(export_shapes(folder, "--size 128 --train 5 --test 3 --seed 0 --out shapes"));
+  cli::RunConfig config;  // the defaults: 128 px, 3 classes, dataset seed 0
+  config.data.train_images = 5;
+  config.data.test_images = 3;
+  const cli::Datasets opened = cli::open_datasets(config, true);
+  for (const auto& [split, drawn] : {std::pair{"train", opened.train.get()}, std::pair{"test", opened.val.get()}}) {
+    CAPTURE(split);
+    const data::CocoDataset exported((folder / "shapes" / (std::string(split) + ".json")).string(),
+                                     (folder / "shapes" / split).string());
+    REQUIRE(exported.size() == drawn->size());
+    CHECK(exported.class_names() == drawn->class_names());
+    for (int64_t label = 1; label <= 3; ++label) CHECK(exported.category_id(label) == drawn->category_id(label));
+    for (int64_t i = 0; i < drawn->size(); ++i) {
+      CAPTURE(i);
+      const data::Sample a = drawn->get(i), b = exported.get(i);
+      CHECK(b.image_id == a.image_id);
+      CHECK(b.image_id == i + 1);
+      CHECK(exported.file_name(i) == drawn->file_name(i));
+      CHECK(b.image == a.image);
+      CHECK(b.boxes == a.boxes);
+      CHECK(b.labels == a.labels);
+      // And as the loader hands them to the model: float32 pixels value / 255, bit for bit.
+      CHECK(data::collate({b}, {i}).images.to_vector<float>() == data::collate({a}, {i}).images.to_vector<float>());
+    }
+  }
+}
+
+// End to end: `minidet train` on the exported folder trains exactly as on the synthetic shapes (same losses,
+// bit for bit, same batches and flips, same evaluations), so the folder is the shapes and nothing else.
+TEST_CASE("values/minidet: training on the exported COCO folder matches training on the shapes bit for bit") {
+  const fs::path folder = fresh_folder("export_train");
+  write_text(folder / "tiny.json", kTinyConfig);
+  REQUIRE(export_shapes(folder, "--size 64 --train 6 --test 4 --seed 0 --out shapes"));
+  const Result shapes = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out on_shapes");
+  REQUIRE_MESSAGE(shapes.code == 0, shapes.err);
+  const Result coco = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out on_coco "
+                                          "--train-json shapes/train.json --train-images shapes/train "
+                                          "--val-json shapes/test.json --val-images shapes/test");
+  REQUIRE_MESSAGE(coco.code == 0, coco.err);
+  CHECK(read_text(folder / "on_coco" / "batches.jsonl") == read_text(folder / "on_shapes" / "batches.jsonl"));
+  const std::vector<json> expected = loss_lines(folder / "on_shapes" / "metrics.jsonl");
+  const std::vector<json> got = loss_lines(folder / "on_coco" / "metrics.jsonl");
+  REQUIRE(expected.size() == 6);
+  REQUIRE(got.size() == 6);
+  for (size_t i = 0; i < expected.size(); ++i) CHECK(got[i].dump() == expected[i].dump());
+  const auto eval_lines = [](const fs::path& metrics) {  // without train_s, a timing
+    std::vector<std::string> lines;
+    for (json line : read_jsonl(metrics)) {
+      if (line.at("type") != "eval") continue;
+      line.erase("train_s");
+      lines.push_back(line.dump());
+    }
+    return lines;
+  };
+  const std::vector<std::string> expected_evals = eval_lines(folder / "on_shapes" / "metrics.jsonl");
+  CHECK(expected_evals.size() == 2);
+  CHECK(eval_lines(folder / "on_coco" / "metrics.jsonl") == expected_evals);
 }
 
 #ifdef MINIDET_MPIEXEC
