@@ -1,6 +1,9 @@
 // The evaluate command: reads a COCO ground-truth file and a COCO results file and prints pycocotools'
 // 12-line box summary; --voc adds VOC AP@0.5 per class and the mAP; --draw saves pictures of the first
-// images with ground truth (white) and detections (class colours).
+// images with ground truth (white) and detections (class colours); --json ends with one JSON line of the
+// headline numbers at full precision, under the names of metrics.jsonl's eval lines (map50 is VOC's
+// all-point AP@0.5, as `minidet train` scores), for scripts such as bench/detector_torch.py:
+//   {"map50":0.9039..,"coco_ap":0.549..,"coco_ap50":..,"coco_ap75":..,"coco_ar100":..}
 //
 //   evaluate --gt /tmp/shapes/test.json --results /tmp/shapes/fake_results.json --voc
 //   evaluate --gt gt.json --results res.json --draw /tmp/drawn --images /tmp/shapes/test --draw-count 8
@@ -49,7 +52,7 @@ void draw_images(const std::string& gt_path, const std::string& image_dir, const
 int main(int argc, char** argv) {
   CLI::App app{"Evaluate COCO-format detections (pycocotools' bbox summary, optional VOC mAP)"};
   std::string gt_path, results_path, draw_dir, image_dir;
-  bool voc = false, voc_11_point = false, per_category = false;
+  bool voc = false, voc_11_point = false, per_category = false, json = false;
   int draw_count = 4;
   double min_score = 0.3;
   app.add_option("--gt", gt_path, "ground-truth COCO instances json")->required();
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
   app.add_flag("--voc", voc, "also print VOC AP@0.5 per class and the mAP");
   app.add_flag("--voc-11-point", voc_11_point, "use VOC2007's 11-point interpolation");
   app.add_flag("--per-category", per_category, "print COCO AP per category");
+  app.add_flag("--json", json, "end with a JSON line of mAP@0.5 and COCO AP, full precision");
   app.add_option("--draw", draw_dir, "save pictures of the first images here");
   app.add_option("--images", image_dir, "image folder of the ground truth (default: the json's name without .json, beside it)");
   app.add_option("--draw-count", draw_count, "how many images to draw")->capture_default_str();
@@ -79,6 +83,13 @@ int main(int argc, char** argv) {
       VocOptions options;
       options.use_11_point = voc_11_point;
       std::printf("%s", format_voc(evaluate_voc(truth, detections, options), options).c_str());
+    }
+    if (json) {
+      // %.17g: a double read back from this text is the same double. -1 (undefined) stays -1.
+      const double map50 = evaluate_voc(truth, detections).mean_average_precision;
+      std::printf("{\"map50\":%.17g,\"coco_ap\":%.17g,\"coco_ap50\":%.17g,\"coco_ap75\":%.17g,"
+                  "\"coco_ar100\":%.17g}\n",
+                  map50, coco.stats[0], coco.stats[1], coco.stats[2], coco.stats[8]);
     }
     if (!draw_dir.empty()) {
       // export_shapes_coco's layout: <out>/test.json with its images in <out>/test/.

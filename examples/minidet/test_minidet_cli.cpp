@@ -253,6 +253,22 @@ TEST_CASE("values/minidet: training on the exported COCO folder matches training
   const std::vector<std::string> expected_evals = eval_lines(folder / "on_shapes" / "metrics.jsonl");
   CHECK(expected_evals.size() == 2);
   CHECK(eval_lines(folder / "on_coco" / "metrics.jsonl") == expected_evals);
+
+  // The `evaluate` program, which scores the twin's results files, gives the numbers `minidet train` logged
+  // at its last evaluation, to the last bit, from the same model's COCO results file.
+  const Result eval = run_minidet(folder, "eval --checkpoint on_coco/last.ckpt --device cpu --out results.json");
+  REQUIRE_MESSAGE(eval.code == 0, eval.err);
+  const std::string command = "cd '" + folder.string() + "' && '" + EVALUATE_EXE +
+                              "' --gt shapes/test.json --results results.json --json > scored.txt";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const std::string scored = read_text(folder / "scored.txt");
+  const json numbers = json::parse(scored.substr(scored.rfind('{')));
+  const json logged = read_jsonl(folder / "on_coco" / "metrics.jsonl").back();
+  REQUIRE(logged.at("type") == "eval");
+  for (const char* key : {"map50", "coco_ap", "coco_ap50", "coco_ap75", "coco_ar100"}) {
+    CAPTURE(key);
+    CHECK(numbers.at(key).get<double>() == logged.at(key).get<double>());
+  }
 }
 
 #ifdef MINIDET_MPIEXEC
