@@ -129,7 +129,8 @@ def main(doc, benches, run_torch, add_arguments=None, minidet_bin_args=None):
     except ImportError:
         print("== PyTorch: SKIPPED (torch is not installed) ==")
         return 0
-    if not torch.cuda.is_available():
+    # A twin with a --device option may be asked to run on the CPU (detector_torch.py's time to accuracy).
+    if not torch.cuda.is_available() and getattr(args, "device", "cuda") != "cpu":
         print("== PyTorch GPU: SKIPPED (no CUDA device) ==")
         return 0
     if args.minidet_bin:

@@ -10,8 +10,18 @@ makes (data/loader/loader.h): float32 images in [0, 1], random horizontal flips,
 voc_map50() follows data/eval/voc_eval.h: per class, detections by decreasing score each take the object of
 their image and class with the highest IoU when it is > 0.5 and not yet taken; all-point interpolated AP;
 the mean over the classes that have objects. numpy and torch are passed in, so importing this costs nothing.
+
+minidet's own data, for an exact comparison (detector_torch.py --data, --plan):
+  CocoSplit     an export_shapes_coco folder's split (<dir>/train.json with <dir>/train/, or test): the very
+                images minidet trains on (examples/export_shapes_coco.cpp), decoded with torchvision.io, with
+                the boxes and labels minidet's CocoDataset gives (data/coco/coco_dataset.h).
+  plan_batches  replays a run's batches.jsonl (examples/minidet/batch_plan.h): the same images in the same
+                order, mirrored where minidet's flip mirrored them, as float32 bit for bit what its loader made.
+  coco_results  detections as a COCO results file, which minidet's `evaluate` program scores.
 """
+import json
 import math
+import os
 
 IMAGE_SIZE = 128
 NUM_CLASSES = 3
@@ -142,3 +152,128 @@ def voc_map50(np, truth, detections):
         envelope = np.maximum.accumulate(precision[::-1])[::-1] if hits else precision
         aps.append(float(np.sum(np.diff(np.concatenate([[0.0], recall])) * envelope)))
     return float(np.mean(aps)) if aps else -1.0
+
+
+# ---- minidet's own data: an export_shapes_coco folder, a run's batch plan, COCO results ---------------------------
+
+def pixel_values(torch, np):
+    """The float32 of each uint8 value as minidet's loader computes it (data/loader/loader.cpp: value / 255.0f,
+    one IEEE float32 division), as a lookup table. numpy's float32 division is that division; torch's
+    x.float() / 255 may multiply by the reciprocal instead (CUDA does for a scalar divisor), which is one bit
+    off for about half of the 256 values."""
+    return torch.from_numpy(np.arange(256, dtype=np.float32) / np.float32(255))
+
+
+class CocoSplit:
+    """<folder>/<split>.json and its images in <folder>/<split>/, as export_shapes_coco writes them; read as
+    data/coco/coco_dataset.h reads them: labels 1..C number the categories by increasing id, boxes (x, y,
+    x + w, y + h) clipped to the image, and a training sample leaves out crowd and zero-size boxes. Images
+    are decoded with torchvision.io (PNG or JPEG; no PIL needed) and kept as uint8 (3, H, W)."""
+
+    def __init__(self, torch, np, folder, split):
+        from torchvision.io import ImageReadMode, read_image
+        self.json_path = os.path.join(folder, split + ".json")
+        with open(self.json_path) as f:
+            coco = json.load(f)
+        self.category_ids = sorted(c["id"] for c in coco["categories"])  # label - 1 -> category id
+        label_of = {category: label + 1 for label, category in enumerate(self.category_ids)}
+        self.image_ids = [image["id"] for image in coco["images"]]
+        self.index_of = {image_id: index for index, image_id in enumerate(self.image_ids)}
+        objects = {image_id: [] for image_id in self.image_ids}
+        sizes = {image["id"]: (image["width"], image["height"]) for image in coco["images"]}
+        for a in coco.get("annotations", []):
+            width, height = sizes[a["image_id"]]
+            x, y, w, h = a["bbox"]
+            box = (min(max(x, 0.0), width), min(max(y, 0.0), height),
+                   min(max(x + w, 0.0), width), min(max(y + h, 0.0), height))
+            if a.get("iscrowd", 0) or (box[2] - box[0]) * (box[3] - box[1]) <= 0:
+                continue
+            objects[a["image_id"]].append((box, label_of[a["category_id"]]))
+        self.images, self.boxes, self.labels = [], [], []
+        for image in coco["images"]:
+            pixels = read_image(os.path.join(folder, split, image["file_name"]), ImageReadMode.RGB)
+            if tuple(pixels.shape[1:]) != (image["height"], image["width"]):
+                raise SystemExit(f"{image['file_name']}: {tuple(pixels.shape[1:])} pixels, but {self.json_path} "
+                                 f"says {image['height']}x{image['width']}")
+            self.images.append(pixels)
+            found = objects[image["id"]]
+            self.boxes.append(np.array([b for b, _ in found], dtype=np.float64).reshape(-1, 4))
+            self.labels.append(torch.tensor([l for _, l in found], dtype=torch.int64))
+
+    def __len__(self):
+        return len(self.images)
+
+
+def read_plan(path, steps):
+    """The first `steps` lines of a run's batches.jsonl (examples/minidet/batch_plan.h)."""
+    plan = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                plan.append(json.loads(line))
+    if len(plan) < steps:
+        raise SystemExit(f"{path} plans {len(plan)} steps, fewer than the {steps} to train")
+    for step, line in enumerate(plan[:steps], start=1):
+        if line["step"] != step:
+            raise SystemExit(f"{path}: line {step} is step {line['step']} (a plan holds each step once, in order)")
+    return plan[:steps]
+
+
+def drawn_plan(np, count, batch, seed, steps):
+    """A plan of our own when there is none to replay: shuffled epochs (drop_last), flips with probability FLIP,
+    from numpy's generator, in batches.jsonl's form."""
+    rng = np.random.default_rng(seed)
+    plan, epoch = [], 0
+    while len(plan) < steps:
+        order = rng.permutation(count)
+        for start in range(0, count - batch + 1, batch):
+            if len(plan) == steps:
+                break
+            indices = [int(i) for i in order[start:start + batch]]
+            plan.append({"step": len(plan) + 1, "epoch": epoch, "indices": indices,
+                         "flipped": [bool(rng.random() < FLIP) for _ in indices]})
+        epoch += 1
+    return plan
+
+
+def split_batch(torch, np, split, positions, flipped, table):
+    """Images positions of `split` as minidet's loader batches them: (B, 3, H, W) float32 (all of one size), a
+    flipped image mirrored with its boxes (transforms.h: column x from W - 1 - x, box (W - x2, y1, W - x1, y2),
+    in double and then float32 as minidet computes it), boxes and labels per image."""
+    images, boxes, labels = [], [], []
+    for position, flip in zip(positions, flipped):
+        pixels, b = table[split.images[position].long()], split.boxes[position]
+        if flip:
+            width = pixels.shape[-1]
+            pixels = pixels.flip(-1)
+            b = np.stack([width - b[:, 2], b[:, 1], width - b[:, 0], b[:, 3]], axis=1).reshape(-1, 4)
+        images.append(pixels)
+        boxes.append(torch.from_numpy(b.astype(np.float32)))
+        labels.append(split.labels[position])
+    if len({tuple(image.shape) for image in images}) > 1:
+        raise SystemExit("the twin batches images of one size only (minidet pads a batch; torchvision would too, "
+                         "differently)")
+    return torch.stack(images), boxes, labels
+
+
+def plan_batches(torch, np, split, plan):
+    """The batches of `plan`, in order. A plan read from a run names its images by COCO id (the split's own
+    files) and by minidet's dataset index; the two must agree, or the folder is not the run's data."""
+    table = pixel_values(torch, np)
+    for line in plan:
+        if "image_ids" in line:
+            positions = [split.index_of.get(image_id) for image_id in line["image_ids"]]
+            if None in positions or positions != line["indices"]:
+                raise SystemExit(f"step {line['step']}: image ids {line['image_ids']} at dataset indices "
+                                 f"{line['indices']} are not so in {split.json_path}: is it the run's data?")
+        else:
+            positions = line["indices"]
+        yield split_batch(torch, np, split, positions, line["flipped"], table)
+
+
+def coco_results(split, detections):
+    """detections [(position, label, score, (x1, y1, x2, y2))] as a COCO results list, with the split's image
+    and category ids (the file `evaluate --results` reads)."""
+    return [{"image_id": split.image_ids[position], "category_id": split.category_ids[label - 1],
+             "bbox": [box[0], box[1], box[2] - box[0], box[3] - box[1]], "score": score}
+            for position, label, score, box in detections]

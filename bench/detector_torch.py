@@ -6,6 +6,9 @@
     python3 bench/detector_torch.py --minidet-json FILE --cpu-threads 2   # also the CPU step, 2 threads
     python3 bench/detector_torch.py --time-to-accuracy [--minidet-json FILE]   # FILE: bench_detector
                                                                                # --time-to-accuracy --json FILE
+    # minidet's own data, batches, flips and scoring (see "The exact comparison" below):
+    python3 bench/detector_torch.py --time-to-accuracy --data /tmp/shapes128 --plan runs/NAME/batches.jsonl \
+        --evaluate-bin build/release/examples/evaluate [--init WEIGHTS.pt] [--seed 0] [--device cpu]
 
 The model is minidet's DetectorConfig defaults rebuilt from torchvision parts:
   backbone   stem conv 3x3/2 (32) + BatchNorm + ReLU; four stages of one basic block, widths 32-64-128-128,
@@ -48,6 +51,25 @@ What differs from minidet, knowingly:
     the same pixels. For --time-to-accuracy all 2200 images are drawn before the clock starts; minidet draws
     each batch on its loader's background thread while the GPU trains.
   - Evaluation: VOC AP@0.5 as data/eval/voc_eval.h computes it, in bench/detector_data.py.
+
+The exact comparison (--time-to-accuracy with --data): minidet's data, batches and scoring instead of the above.
+  --data DIR       an export_shapes_coco folder (train.json, train/, test.json, test/). The command
+                   export_shapes_coco --out DIR --size 128 --train 2000 --test 200 --seed 0
+                   writes exactly the images, boxes and labels `minidet train` uses by default (test_minidet_cli
+                   checks it bit for bit). Decoded with torchvision.io; pixels become float32 as minidet's loader
+                   makes them (bench/detector_data.py pixel_values).
+  --plan FILE      a run's batches.jsonl (examples/minidet/batch_plan.h): step k trains on the images the run's
+                   step k trained on, in its order, mirrored where its random flip mirrored them (boxes
+                   x -> W - x). Without --plan the twin shuffles and flips with numpy's generator seeded by --seed.
+  --evaluate-bin   minidet's `evaluate` program (build/<preset>/examples/evaluate), required with --data: each
+                   evaluation writes the held-out detections as a COCO results file (results_step<N>.json in
+                   --results-dir; test.json's image and category ids) and takes mAP@0.5 (VOC all-point, as
+                   minidet train logs it) and COCO AP from its --json line.
+  --init FILE      a state_dict to start from (bench/torchvision_weights.py converts a minidet checkpoint).
+  --seed N         torch's seed (initial weights, the samplers) and the drawn order; the data stay seed 0's.
+  --device cpu     runs the mode on the CPU, to try it without a GPU (slow: a few steps).
+What still differs with all of them: the samplers' random numbers (RPN and RoI sampling draw from torch's
+generator, minidet's from its own) and the other points above that are not about data or scoring.
 """
 import math
 import os
@@ -57,7 +79,8 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import main, time_median_ms  # noqa: E402
-from detector_data import IMAGE_SIZE, NUM_CLASSES, batches, collate, make_shapes, voc_map50  # noqa: E402
+from detector_data import (IMAGE_SIZE, NUM_CLASSES, CocoSplit, batches, coco_results, collate,  # noqa: E402
+                           drawn_plan, make_shapes, pixel_values, plan_batches, read_plan, split_batch, voc_map50)
 
 TRAIN_IMAGES, TEST_IMAGES = 2000, 200
 BATCHES = (8, 16)
@@ -158,12 +181,15 @@ def lr_factor(step, steps):
 
 
 class Trainer:
-    def __init__(self, torch, steps=STEPS, device="cuda"):
-        torch.manual_seed(SEED)
+    def __init__(self, torch, steps=STEPS, device="cuda", seed=SEED, init=None):
+        """init: the path of a state_dict for build_model's model (loaded strictly) instead of the random start."""
+        torch.manual_seed(seed)
         self.torch, self.steps, self.steps_done, self.device = torch, steps, 0, device
         self.watch = torch.zeros(LOG_EVERY + 1, 5, dtype=torch.float64, device=device)  # the loop's LossWatch
         self.watched_steps = []
         self.model = build_model(torch, device)
+        if init:
+            self.model.load_state_dict(torch.load(init, map_location=device))
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8,
                                            weight_decay=WEIGHT_DECAY)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: lr_factor(step, steps))
@@ -353,18 +379,55 @@ def evaluate(torch, np, trainer, test):
             boxes, scores, labels = (out[k].cpu().tolist() for k in ("boxes", "scores", "labels"))
             detections += [(start + n, labels[d], scores[d], boxes[d]) for d in range(len(scores))]
     trainer.model.train()
-    return voc_map50(np, [(b, l) for _, b, l in test], detections)
+    return {"map50": voc_map50(np, [(b, l) for _, b, l in test], detections)}
+
+
+def evaluate_with_minidet(torch, np, trainer, test, args, step):
+    """--data: the held-out split's detections as a COCO results file, scored by minidet's `evaluate --json`.
+    Returns its numbers: map50 (VOC all-point AP@0.5), coco_ap, coco_ap50, coco_ap75, coco_ar100."""
+    import json
+    import subprocess
+    table = pixel_values(torch, np)
+    trainer.model.eval()
+    detections = []
+    for start in range(0, len(test), BATCH):
+        positions = list(range(start, min(start + BATCH, len(test))))
+        images, _, _ = split_batch(torch, np, test, positions, [False] * len(positions), table)
+        for position, out in zip(positions, trainer.infer(images)):
+            boxes, scores, labels = (out[k].cpu().tolist() for k in ("boxes", "scores", "labels"))
+            detections += [(position, labels[d], scores[d], boxes[d]) for d in range(len(scores))]
+    trainer.model.train()
+    path = os.path.join(args.results_dir, f"results_step{step:05d}.json")
+    with open(path, "w") as f:
+        json.dump(coco_results(test, detections), f)
+    scored = subprocess.run([args.evaluate_bin, "--gt", test.json_path, "--results", path, "--json"],
+                            capture_output=True, text=True)
+    if scored.returncode != 0 or "{" not in scored.stdout:
+        raise SystemExit(f"{args.evaluate_bin} --results {path} failed: {scored.stderr.strip()}")
+    return json.loads(scored.stdout[scored.stdout.rindex("{"):])
 
 
 def time_to_accuracy(torch, args, device_name):
     np = import_numpy()
     steps = args.steps or STEPS
     start = time.perf_counter()
-    train, test = make_shapes(np, TRAIN_IMAGES, seed=SEED), make_shapes(np, TEST_IMAGES, seed=SEED + 1)
-    print(f"rendered {TRAIN_IMAGES} + {TEST_IMAGES} shapes in {time.perf_counter() - start:.1f} s (not timed)")
-    print(f"== time to accuracy on {device_name}: {steps} steps of {BATCH} images, mAP@0.5 on {TEST_IMAGES} "
+    if args.data:  # minidet's data, its batch plan or our own, scored by its `evaluate`
+        train, test = CocoSplit(torch, np, args.data, "train"), CocoSplit(torch, np, args.data, "test")
+        plan = read_plan(args.plan, steps) if args.plan else drawn_plan(np, len(train), BATCH, args.seed, steps)
+        loader = plan_batches(torch, np, train, plan)
+        evaluate_now = lambda step: evaluate_with_minidet(torch, np, trainer, test, args, step)  # noqa: E731
+        print(f"read {len(train)} + {len(test)} images of {args.data} in {time.perf_counter() - start:.1f} s "
+              f"(not timed); batches {'of ' + args.plan if args.plan else 'drawn with seed ' + str(args.seed)}; "
+              f"results files in {args.results_dir}")
+    else:
+        train, test = make_shapes(np, TRAIN_IMAGES, seed=SEED), make_shapes(np, TEST_IMAGES, seed=SEED + 1)
+        loader = batches(torch, np, train, BATCH, args.seed)
+        evaluate_now = lambda step: evaluate(torch, np, trainer, test)  # noqa: E731
+        print(f"rendered {TRAIN_IMAGES} + {TEST_IMAGES} shapes in {time.perf_counter() - start:.1f} s (not timed)")
+    print(f"== time to accuracy on {device_name}: {steps} steps of {BATCH} images, mAP@0.5 on {len(test)} "
           f"held-out images every {args.eval_every} steps, target {args.target:.3f} ==", flush=True)
-    trainer, loader = Trainer(torch, steps), batches(torch, np, train, BATCH, SEED)
+    trainer = Trainer(torch, steps, args.device, seed=args.seed, init=args.init)
+    coco_ap = None
     train_seconds = eval_seconds = best_seconds = 0.0
     best, best_step, step = -1.0, 0, 0
     segment_start = time.perf_counter()
@@ -374,16 +437,19 @@ def time_to_accuracy(torch, args, device_name):
         if step % args.eval_every and step != steps:
             continue
         trainer.read_losses()  # the loop reads the losses before it evaluates
-        torch.cuda.synchronize()  # the step's last kernels belong to the training clock
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()  # the step's last kernels belong to the training clock
         eval_start = time.perf_counter()
         train_seconds += eval_start - segment_start
-        map50 = evaluate(torch, np, trainer, test)
+        scores = evaluate_now(step)
+        map50 = scores["map50"]
         segment_start = time.perf_counter()
         eval_seconds += segment_start - eval_start
-        print(f"step {step:4d}  mAP@0.5 {map50:.4f}  training {train_seconds:.2f} s  evaluation {eval_seconds:.2f} s",
-              flush=True)
+        coco = f"  COCO AP {scores['coco_ap']:.4f}" if "coco_ap" in scores else ""
+        print(f"step {step:4d}  mAP@0.5 {map50:.4f}{coco}  training {train_seconds:.2f} s  evaluation "
+              f"{eval_seconds:.2f} s", flush=True)
         if map50 > best:
-            best, best_seconds, best_step = map50, train_seconds, step
+            best, best_seconds, best_step, coco_ap = map50, train_seconds, step, scores.get("coco_ap")
         if map50 >= args.target:
             break
     reached = best >= args.target
@@ -393,10 +459,13 @@ def time_to_accuracy(torch, args, device_name):
     else:
         print(f"never reached mAP@0.5 {args.target:.3f} in {step} steps: best {best:.4f} at step {best_step} after "
               f"{best_seconds:.2f} s of training")
-    return [{"bench": "detector", "impl": "torchvision", "device": device_name, "shape": shape_of(BATCH, "shapes"),
-             "pass": "tta", "median_ms": round(1000 * best_seconds, 1), "target": args.target, "reached": reached,
-             "map50": round(best, 4), "step": best_step, "steps_run": step,
-             "train_seconds_total": round(train_seconds, 2), "eval_seconds": round(eval_seconds, 2)}]
+    row = {"bench": "detector", "impl": "torchvision", "device": device_name, "shape": shape_of(BATCH, "shapes"),
+           "pass": "tta", "median_ms": round(1000 * best_seconds, 1), "target": args.target, "reached": reached,
+           "map50": round(best, 4), "step": best_step, "steps_run": step,
+           "train_seconds_total": round(train_seconds, 2), "eval_seconds": round(eval_seconds, 2)}
+    if args.data:
+        row.update({"coco_ap": coco_ap, "data": args.data, "plan": args.plan, "init": args.init, "seed": args.seed})
+    return [row]
 
 
 # ---- command line ------------------------------------------------------------------------------------------------
@@ -410,6 +479,14 @@ def add_arguments(parser):
     parser.add_argument("--cpu-threads", type=int, default=0,
                         help="also time the CPU step at batch 8 with this many threads (bench_detector's CPU rows "
                              "use 2); 0: GPU only")
+    exact = parser.add_argument_group("time to accuracy on minidet's data (see the top)")
+    exact.add_argument("--data", help="an export_shapes_coco folder: train.json, train/, test.json, test/")
+    exact.add_argument("--plan", help="a minidet run's batches.jsonl to replay (needs --data)")
+    exact.add_argument("--evaluate-bin", help="minidet's evaluate program (needed with --data)")
+    exact.add_argument("--results-dir", help="where the COCO results files go (default: a new temporary folder)")
+    exact.add_argument("--init", help="a state_dict (.pt) to start from instead of random weights")
+    exact.add_argument("--seed", type=int, default=SEED, help="torch's seed and the drawn batch order")
+    exact.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu (time to accuracy only)")
 
 
 def minidet_bin_args(args):
@@ -419,8 +496,24 @@ def minidet_bin_args(args):
     return extra + (["--steps", str(args.steps)] if args.steps else [])
 
 
+def check_exact_arguments(args):
+    if not args.time_to_accuracy and (args.data or args.plan or args.init or args.device != "cuda"):
+        raise SystemExit("--data, --plan, --init and --device are options of --time-to-accuracy")
+    if args.plan and not args.data:
+        raise SystemExit("--plan replays a run on its data: give the export_shapes_coco folder with --data")
+    if args.data:
+        if not args.evaluate_bin or not os.access(args.evaluate_bin, os.X_OK):
+            raise SystemExit(f"--data needs --evaluate-bin, minidet's evaluate program (build/<preset>/examples/"
+                             f"evaluate); got {args.evaluate_bin!r}")
+        if not args.results_dir:
+            import tempfile
+            args.results_dir = tempfile.mkdtemp(prefix="detector_torch_results_")
+        os.makedirs(args.results_dir, exist_ok=True)
+
+
 def run_torch(torch, reps, args):
-    device_name = "cuda:" + torch.cuda.get_device_name(0)
+    check_exact_arguments(args)
+    device_name = "cpu" if args.device == "cpu" else "cuda:" + torch.cuda.get_device_name(0)
     try:
         import torchvision  # noqa: F401
     except ImportError:
