@@ -14,9 +14,9 @@
 // by bilinear interpolation between its four neighbours (y0, x0), (y0, x0+1), (y0+1, x0), (y0+1, x0+1),
 // y0 = floor(y), x0 = floor(x), ly = y - y0, lx = x - x0:
 //   S(x_c; y, x) = (1-ly)(1-lx) v00 + (1-ly) lx v01 + ly (1-lx) v10 + ly lx v11
-// where a neighbour outside the map reads 0, and a sample with y <= -1, y >= H, x <= -1 or x >= W (or not
+// where a neighbour outside the map reads 0, and a sample with y < -1, y >= H, x < -1 or x >= W (or not
 // finite) is 0 altogether: the interpolation fades to zero over the one pixel around the border, so S is
-// continuous in (y, x) everywhere. Then, as in conv2d (ops/conv2d/conv2d.h), with im2col columns
+// continuous in (y, x) everywhere (at y = -1 or x = -1 the formula gives 0 by itself). Then, as in conv2d (ops/conv2d/conv2d.h), with im2col columns
 //   cols[n, c*kh*kw + k, p*W_out + q] = m[n, g, k, p, q] * S(x[n, c]; y, x)          (m = 1 without mask)
 //   Y_g = W_g @ cols_g per group, plus bias.
 //
@@ -27,7 +27,9 @@
 //   dm[n, g, k, p, q]  = sum over c in group g of dcols[c, k, p, q] * S(x_c; y, x)
 //   ddy[n, g, k, p, q] = m * sum over c in g of dcols[c, k, p, q] * dS/dy,
 //       dS/dy = (1-lx)(v10 - v00) + lx (v11 - v01)        dS/dx = (1-ly)(v01 - v00) + ly (v11 - v10)
-//   (col2im_coord). At integer y or x, S has a kink and the derivative is the one-sided one from the right.
+//   (col2im_coord). At integer y or x, S has a kink and the derivative is the one-sided one from the right,
+//   at the border y = -1 or x = -1 too (where zero offsets put the border taps of a padded conv): the same
+//   derivative as torchvision.ops.deform_conv2d, so a zero-initialised offset conv gets the same gradient.
 //
 // Design (how the kernels use the math):
 // - The four neighbours, weights and validity of a sample depend on (n, g, k, p, q) but not on the channel,

@@ -29,7 +29,7 @@ struct DeformGeometry : ConvGeometry {
 
 // Where one sample lands and how it mixes its four neighbours. Neighbour r in 0..3 is (y0 + r/2, x0 + r%2)
 // with weight (r/2 ? ly : 1-ly) * (r%2 ? lx : 1-lx). `valid` is false for a sample that contributes 0
-// (outside (-1, H) x (-1, W), or NaN); a valid sample may still have neighbours outside the map, which
+// (outside [-1, H) x [-1, W), or NaN); a valid sample may still have neighbours outside the map, which
 // read 0 and receive no gradient.
 template <typename T>
 struct BilinearSample {
@@ -45,8 +45,10 @@ MINIDET_HOST_DEVICE inline BilinearSample<T> locate_sample(const DeformGeometry&
   const T y = static_cast<T>(p * g.stride_h - g.pad_h + i * g.dilation_h) + dy;
   const T x = static_cast<T>(q * g.stride_w - g.pad_w + j * g.dilation_w) + dx;
   BilinearSample<T> s{};
-  // Written so that NaN compares false and lands in "not valid".
-  s.valid = y > T(-1) && y < static_cast<T>(g.height) && x > T(-1) && x < static_cast<T>(g.width);
+  // Written so that NaN compares false and lands in "not valid". y = -1 (or x = -1) exactly is valid: its
+  // value is 0 anyway (the neighbours above it lie outside), but its derivative from the right is not, and
+  // zero offsets put every border tap of a padded conv there (torchvision takes the same derivative).
+  s.valid = y >= T(-1) && y < static_cast<T>(g.height) && x >= T(-1) && x < static_cast<T>(g.width);
   if (!s.valid) return s;
   const T y_floor = floor(y), x_floor = floor(x);
   s.y0 = static_cast<int64_t>(y_floor);

@@ -157,6 +157,26 @@ TEST_CASE("values/deform_conv2d: the border sample and its one-sided gradient by
   CHECK(offset.grad().to_vector<double>()[17] == -4.5);
 }
 
+TEST_CASE("values/deform_conv2d: a sample exactly on the -1 border has the derivative from the right") {
+  // A 3x3 kernel with padding 1 and zero offsets: output (0, 1) reads tap (0, 1) at (y, x) = (-1, 1), one
+  // row above the map. Its value is 0, S(-1 + e, 1) = e * x[0][1], so dS/dy = x[0][1] = 2 from the right
+  // (0 from the left); along x the row is outside: 0. torchvision's deform_conv2d gives the same.
+  const Tensor x = arange(1, 10, 1, kFloat64).view({1, 1, 3, 3});
+  const Tensor offset = zeros({1, 18, 3, 3}, kFloat64).requires_grad_();
+  std::vector<double> weight(9, 0.0);
+  weight[1] = 1.0;  // only tap (0, 1)
+  const Tensor y = deform_conv2d(x, offset, from_vector<double>(weight, {1, 1, 3, 3}), Tensor(), Tensor(),
+                                 DeformConv2dOptions().set_padding(1));
+  CHECK(y.to_vector<double>()[1] == 0.0);
+  const Tensor grad = zeros({1, 1, 3, 3}, kFloat64);
+  grad.view({9}).narrow(0, 1, 1).fill_(1.0);
+  y.backward(grad);
+  const std::vector<double> g = offset.grad().to_vector<double>();
+  // Channel 2k (dy) and 2k + 1 (dx) of tap k = 1, at output position 1 of 9.
+  CHECK(g[2 * 9 + 1] == 2.0);
+  CHECK(g[3 * 9 + 1] == 0.0);
+}
+
 TEST_CASE("values/deform_conv2d: zero offsets and mask 1 equal conv2d with the same weights") {
   std::vector<DeformCase> cases = {odd_case(3), square_case(),
                                    {"groups 3 and one offset group", 2, 6, 6, 3, 1, 3, 3, 6, 7,
