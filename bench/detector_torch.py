@@ -112,19 +112,21 @@ def build_model(torch, device="cuda"):
         nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
         return layer
 
-    class Deformable(nn.Module):
-        """conv1 of the last stage: the offsets come from a zero-initialised conv, so it starts as a plain conv."""
+    class Deformable(DeformConv2d):
+        """conv1 of the last stage: the offsets come from a zero-initialised conv, so it starts as a plain conv.
+        Laid out as minidet's nn::DeformConv2d: its own weight, the offset predictor a child "offset_conv"."""
 
         def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.offset = nn.Conv2d(cin, 2 * 3 * 3, 3, stride, 1)
-            nn.init.zeros_(self.offset.weight)
-            nn.init.zeros_(self.offset.bias)
-            self.conv = DeformConv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
-            nn.init.kaiming_normal_(self.conv.weight, mode="fan_out", nonlinearity="relu")
+            # The predictor is made first so that the random draws come in the same order as before.
+            offset_conv = nn.Conv2d(cin, 2 * 3 * 3, 3, stride, 1)
+            nn.init.zeros_(offset_conv.weight)
+            nn.init.zeros_(offset_conv.bias)
+            super().__init__(cin, cout, 3, stride=stride, padding=1, bias=False)
+            self.offset_conv = offset_conv
+            nn.init.kaiming_normal_(self.weight, mode="fan_out", nonlinearity="relu")
 
         def forward(self, x):
-            return self.conv(x, self.offset(x))
+            return super().forward(x, self.offset_conv(x))
 
     class Block(nn.Module):
         def __init__(self, cin, cout, stride, deformable):
@@ -142,18 +144,28 @@ def build_model(torch, device="cuda"):
             return torch.relu(y + (self.shortcut(x) if self.shortcut is not None else x))
 
     class Backbone(nn.Module):
-        def __init__(self, stem=32, widths=(32, 64, 128, 128), strides=(1, 2, 2, 1)):
+        """minidet's Backbone with its module names (stem, stage1..stageN, each a sequence of blocks), so that
+        its state_dict keys are minidet's (bench/torchvision_weights.py). Every block of the last stage is
+        deformable; a stage's first block carries its stride."""
+
+        def __init__(self, stem=32, widths=(32, 64, 128, 128), strides=(1, 2, 2, 1), blocks=(1, 1, 1, 1)):
             super().__init__()
             self.stem = nn.Sequential(conv(3, stem, 3, 2), nn.BatchNorm2d(stem), nn.ReLU())
-            stages, cin = [], stem
-            for i, (width, stride) in enumerate(zip(widths, strides)):
-                stages.append(Block(cin, width, stride, deformable=i == len(widths) - 1))
-                cin = width
-            self.stages = nn.Sequential(*stages)
+            self.stage_names, cin = [], stem
+            for i, (width, stride, count) in enumerate(zip(widths, strides, blocks)):
+                stage = nn.Sequential()
+                for b in range(count):
+                    stage.append(Block(cin, width, stride if b == 0 else 1, deformable=i == len(widths) - 1))
+                    cin = width
+                self.stage_names.append(f"stage{i + 1}")
+                setattr(self, self.stage_names[-1], stage)
             self.out_channels = widths[-1]  # FasterRCNN reads it
 
         def forward(self, x):
-            return self.stages(self.stem(x))
+            x = self.stem(x)
+            for name in self.stage_names:
+                x = getattr(self, name)(x)
+            return x
 
     backbone = Backbone()
     anchors = AnchorGenerator(sizes=((16, 32, 64),), aspect_ratios=((0.5, 1.0, 2.0),))

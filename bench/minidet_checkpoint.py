@@ -8,6 +8,7 @@ without numpy or torch). `to_torch` / `from_torch` turn an entry into a tensor a
     entries = read_checkpoint("runs/a/last.ckpt")          # {name: Entry}, in file order
     write_checkpoint("copy.ckpt", entries)                 # the same bytes back
 """
+import ctypes
 import os
 import struct
 from collections import namedtuple
@@ -96,6 +97,8 @@ def write_checkpoint(path, entries):
     for name, entry in entries.items():
         if entry.dtype not in CODES:
             raise CheckpointError(f"'{name}': dtype {entry.dtype} has no checkpoint code")
+        if len(entry.shape) > MAX_DIMS:
+            raise CheckpointError(f"'{name}' has {len(entry.shape)} dims (at most {MAX_DIMS})")
         if len(entry.data) != numel(entry.shape) * DTYPES[CODES[entry.dtype]][1]:
             raise CheckpointError(f"'{name}': {len(entry.data)} bytes for shape {list(entry.shape)} of {entry.dtype}")
         encoded = name.encode("utf-8")
@@ -126,5 +129,6 @@ def from_torch(torch, tensor):
     if name not in CODES:
         raise CheckpointError(f"dtype {tensor.dtype} has no checkpoint code")
     t = tensor.detach().cpu().contiguous()
-    data = t.view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+    # The bytes straight from the tensor's memory: .numpy() would need numpy, which a torch install may lack.
+    data = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
     return Entry(name, tuple(t.shape), data)
