@@ -23,6 +23,11 @@
 #             batch (DIST_TTA_STEPS, default 1000, evaluated every 50 steps), each from metrics.jsonl
 #   killresume  scripts/kill-resume.sh: KILL_TRIALS (default 100) kill -9 / --resume trials of a tiny CPU
 #             minidet train; the summary's "corrupt checkpoints found" must be 0
+#   parity    minidet against the torchvision twin from the same weights on the same images
+#             (bench/detector_parity.py: every stage in eval mode, then PARITY_STEPS AdamW steps with the
+#             samplers' draws shared), float32 and float64 on the GPU, float64 on the CPU; docs/parity.md
+#   curves    learning parity (bench/parity_curves.py): both sides from the same weights on the same batches,
+#             CURVE_SEEDS (default "0 1 2 3 4"), scored by the same evaluator; curves.json and curves.svg
 #   tests     = ctest,sanitize,demo          all = tests,train,bench
 # A full run may not fit one 10-minute device call: run `tests`, then `train,bench` on the still-warm machine.
 #
@@ -267,6 +272,28 @@ if wants tta; then
   # shellcheck disable=SC2086
   PYTHONUNBUFFERED=1 python3 bench/detector_torch.py --time-to-accuracy ${TTA_ARGS:-} \
     --minidet-json /tmp/minidet-bench/tta.jsonl 2>&1 | tee -a "$summary"
+fi
+if wants parity; then
+  note "== parity with torchvision (bench/detector_parity.py, ${PARITY_STEPS:=20} AdamW steps)"
+  for run in "cuda float32" "cuda float64" "cpu float64"; do
+    read -r device dtype <<<"$run"
+    log="$OUT/parity-$device-$dtype.log"
+    PYTHONUNBUFFERED=1 python3 bench/detector_parity.py --minidet-bin build/gpu/bench/parity_minidet --device "$device" \
+      --dtype "$dtype" --steps "$PARITY_STEPS" --keep "/tmp/parity-$device-$dtype" >"$log" 2>&1
+    note "--- $device $dtype: exit code $? ($(tail -1 "$log"))"
+    grep -E "^(FAIL|ok )" "$log" | grep -vE "^ok  step ([1-9]|1[0-8]):" | tee -a "$summary"
+  done
+fi
+if wants curves; then
+  note "== learning parity (bench/parity_curves.py, seeds ${CURVE_SEEDS:=0 1 2 3 4})"
+  start=$(date +%s)
+  rm -rf /tmp/parity-curves
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 python3 bench/parity_curves.py --build build/gpu --out /tmp/parity-curves --seeds $CURVE_SEEDS \
+    >"$OUT/curves.log" 2>&1
+  note "parity_curves exit code $? in $(( $(date +%s) - start )) s"
+  tail -16 "$OUT/curves.log" | tee -a "$summary"
+  cp /tmp/parity-curves/curves.json /tmp/parity-curves/curves.svg "$OUT/" 2>/dev/null
 fi
 if wants profile; then
   # Where a training step's GPU time goes, kernel by kernel: ncu over about two steps of `minidet train` at
