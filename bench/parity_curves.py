@@ -23,6 +23,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,12 +32,21 @@ SIDES = (("minidet", "minidet, aligned=false (as torchvision)"), ("twin", "torch
 COLOURS = {"minidet": "#d62728", "twin": "#1f77b4", "minidet_aligned": "#2ca02c"}
 
 
+START = time.time()
+
+
+def say(text):
+    print(f"[{time.time() - START:6.1f} s] {text}", flush=True)
+
+
 def run(command, log):
+    say(f"start {os.path.basename(command[1] if command[0] == sys.executable else command[0])} -> {log}")
     with open(log, "w") as out:
         result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT)
     if result.returncode != 0:
         with open(log) as f:
             tail = f.read()[-3000:]
+        say(f"FAILED {log}")
         raise SystemExit(f"parity_curves: {' '.join(command)} failed ({result.returncode}):\n{tail}")
 
 
@@ -71,7 +81,8 @@ def one_seed(args, seed, data):
     run([sys.executable, os.path.join(HERE, "detector_torch.py"), "--time-to-accuracy", "--target", "2",
          "--steps", str(args.steps), "--eval-every", str(args.eval_every), "--data", data,
          "--plan", os.path.join(work, "minidet", "batches.jsonl"), "--evaluate-bin", f"{build}/examples/evaluate",
-         "--init", init_pt, "--seed", str(seed), "--results-dir", os.path.join(work, "twin-results")], twin_log)
+         "--init", init_pt, "--seed", str(seed), "--device", args.device, "--results-dir", os.path.join(work, "twin-results")], twin_log)
+    say(f"seed {seed} done")
     return {"minidet": minidet_curve(os.path.join(work, "minidet")), "twin": twin_curve(twin_log),
             "minidet_aligned": minidet_curve(os.path.join(work, "minidet_aligned"))}
 
@@ -126,6 +137,7 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--eval-every", type=int, default=50)
+    parser.add_argument("--device", default="cuda", help="the twin's device (minidet picks the GPU when there is one)")
     parser.add_argument("--parallel", type=int, default=5, help="seeds trained side by side on the one GPU")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)

@@ -275,7 +275,8 @@ if wants tta; then
 fi
 if wants parity; then
   note "== parity with torchvision (bench/detector_parity.py, ${PARITY_STEPS:=20} AdamW steps)"
-  for run in "cuda float32" "cuda float64" "cpu float64"; do
+  IFS=',' read -r -a parity_runs <<<"${PARITY_RUNS:-cuda float32,cuda float64,cpu float64}"
+  for run in "${parity_runs[@]}"; do
     read -r device dtype <<<"$run"
     log="$OUT/parity-$device-$dtype.log"
     PYTHONUNBUFFERED=1 python3 bench/detector_parity.py --minidet-bin build/gpu/bench/parity_minidet --device "$device" \
@@ -288,12 +289,15 @@ if wants curves; then
   note "== learning parity (bench/parity_curves.py, seeds ${CURVE_SEEDS:=0 1 2 3 4})"
   start=$(date +%s)
   rm -rf /tmp/parity-curves
+  # Seeds train side by side: 3 CPU threads each keeps 5 of them from fighting over the 16 cores. Bounded by
+  # CURVES_TIMEOUT seconds so that the logs still come back from one device call.
   # shellcheck disable=SC2086
-  PYTHONUNBUFFERED=1 python3 bench/parity_curves.py --build build/gpu --out /tmp/parity-curves --seeds $CURVE_SEEDS \
-    >"$OUT/curves.log" 2>&1
+  OMP_NUM_THREADS=3 PYTHONUNBUFFERED=1 timeout "${CURVES_TIMEOUT:-480}" python3 bench/parity_curves.py --build build/gpu \
+    --out /tmp/parity-curves --seeds $CURVE_SEEDS >"$OUT/curves.log" 2>&1
   note "parity_curves exit code $? in $(( $(date +%s) - start )) s"
   tail -16 "$OUT/curves.log" | tee -a "$summary"
   cp /tmp/parity-curves/curves.json /tmp/parity-curves/curves.svg "$OUT/" 2>/dev/null
+  (cd /tmp/parity-curves && find . -name "*.log" -o -name metrics.jsonl | tar czf "$OUT/curves-logs.tgz" -T -)
 fi
 if wants profile; then
   # Where a training step's GPU time goes, kernel by kernel: ncu over about two steps of `minidet train` at
