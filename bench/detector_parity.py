@@ -3,7 +3,7 @@
 bench/detector_torch.py), from the same weights on the same images. docs/parity.md explains the results.
 
     python3 bench/detector_parity.py --minidet-bin build/cpu/bench/parity_minidet                 # float64, CPU
-    python3 bench/detector_parity.py --minidet-bin build/gpu/bench/parity_minidet --device cuda --dtype float32
+    python3 bench/detector_parity.py --minidet-bin build/gpu/bench/parity_minidet --device cuda --dtype float32 --steps 1
 
 1. parity_minidet initialises minidet's detector from --seed, saves the weights, runs the fixed batch (8 test
    images with objects and 1 without) in eval mode and --steps AdamW steps in training mode, and writes every
@@ -157,16 +157,10 @@ class ReplayedSamplers:
         return positive, negative
 
 
-def compare_steps(torch, model, dump, report, device, dtype, steps):
-    from torchvision.models.detection.image_list import ImageList
-    from torchvision_weights import minidet_to_torch_name
-
-    images = to_torch(torch, dump["input.images"]).to(device, dtype)
-    n, size = images.shape[0], tuple(images.shape[-2:])
-    targets = [{"boxes": to_torch(torch, dump[f"input.boxes.{i}"]).to(device, dtype),
-                "labels": to_torch(torch, dump[f"input.labels.{i}"]).to(device)} for i in range(n)]
-    replay = ReplayedSamplers(torch, dump)
+def use_replay(model, replay):
+    """The twin's samplers replaced by the replay of minidet's draws, and its RPN labels in the model's dtype."""
     model.rpn.fg_bg_sampler = replay.rpn
+    model.roi_heads.fg_bg_sampler = replay.roi
     rpn_loss = model.rpn.compute_loss
 
     def labels_in_model_dtype(objectness, deltas, labels, regression_targets):
@@ -175,31 +169,75 @@ def compare_steps(torch, model, dump, report, device, dtype, steps):
         return rpn_loss(objectness, deltas, [l.to(objectness.dtype) for l in labels], regression_targets)
 
     model.rpn.compute_loss = labels_in_model_dtype
-    model.roi_heads.fg_bg_sampler = replay.roi
+
+
+def twin_step(torch, model, dump, step, device, dtype):
+    """One training forward and backward of the twin on the dumped batch: (its proposals, its losses)."""
+    from torchvision.models.detection.image_list import ImageList
+
+    images = to_torch(torch, dump["input.images"]).to(device, dtype)
+    n, size = images.shape[0], tuple(images.shape[-2:])
+    targets = [{"boxes": to_torch(torch, dump[f"input.boxes.{i}"]).to(device, dtype),
+                "labels": to_torch(torch, dump[f"input.labels.{i}"]).to(device)} for i in range(n)]
+    features = model.backbone(images)
+    proposals, rpn_losses = model.rpn(ImageList(images, [size] * n), {"0": features}, targets)
+    # The RoI heads sample from minidet's proposals (the sampled rows are positions in them), which are
+    # torchvision's up to the order of near-tied scores (compared by the caller).
+    mine = [p.to(device, dtype) for p in per_image(dump, torch, f"step{step}.proposals", n)]
+    _, roi_losses = model.roi_heads({"0": features}, mine, [size] * n, targets)
+    losses = {**rpn_losses, **roi_losses}
+    model.zero_grad(set_to_none=True)
+    sum(losses.values()).backward()
+    return proposals, losses
+
+
+def compare_steps(torch, model, dump, report, device, dtype, steps):
+    """steps AdamW steps from the same weights with the same samples. In float32 the gradients are judged
+    against the twin's in float64: minidet's error may be at most twice torchvision's own (float32 sums of
+    thousands of terms that cancel are not more exact than that), and since AdamW's first update moves every
+    parameter by about lr whatever the size of its gradient, float32 runs compare one step only."""
+    import copy
+    from torchvision_weights import minidet_to_torch_name
+
+    n = sum(1 for key in dump if key.startswith("input.boxes."))
+    replay = ReplayedSamplers(torch, dump)
+    reference = copy.deepcopy(model).double() if dtype == torch.float32 else None
+    for twin in (model, reference):
+        if twin is not None:
+            use_replay(twin, replay)
+            twin.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-4)
     params = dict(model.named_parameters())
-    model.train()
     for step in range(steps):
         replay.step = step
         where = f"step {step}: "
-        features = model.backbone(images)
-        proposals, rpn_losses = model.rpn(ImageList(images, [size] * n), {"0": features}, targets)
-        mine = per_image(dump, torch, f"step{step}.proposals", n)
-        report.boxes(where + "training proposals", mine, proposals)
-        # The RoI heads sample from minidet's proposals (the sampled rows are positions in them), which are
-        # torchvision's up to the order of near-tied scores: compared just above.
-        mine = [p.to(device, dtype) for p in mine]
-        _, roi_losses = model.roi_heads({"0": features}, mine, [size] * n, targets)
-        losses = {**rpn_losses, **roi_losses}
+        proposals, losses = twin_step(torch, model, dump, step, device, dtype)
+        report.boxes(where + "training proposals", per_image(dump, torch, f"step{step}.proposals", n), proposals)
         for name in ("loss_objectness", "loss_rpn_box_reg", "loss_classifier", "loss_box_reg"):
             report.close(where + name, to_torch(torch, dump[f"step{step}.loss.{name}"]), losses[name].detach())
-        optimizer.zero_grad(set_to_none=True)
-        sum(losses.values()).backward()
-        worst = worst_grad(torch, dump, f"step{step}.grad.", params, minidet_to_torch_name)
-        report.close(where + f"gradients (worst: {worst[0]})", worst[1], worst[2])
+        if reference is None:
+            worst = worst_grad(torch, dump, f"step{step}.grad.", params, minidet_to_torch_name)
+            report.close(where + f"gradients (worst: {worst[0]})", worst[1], worst[2])
+        else:
+            twin_step(torch, reference, dump, step, device, torch.float64)
+            exact = {name: p.grad.double() for name, p in reference.named_parameters()}
+            theirs = {name: p.grad for name, p in params.items()}
+            mine = {minidet_to_torch_name(k[len(f"step{step}.grad."):]): to_torch(torch, e).to(device)
+                    for k, e in dump.items() if k.startswith(f"step{step}.grad.")}
+            error = lambda grads: max((relative_error(grads[k], exact[k]), k) for k in exact)  # noqa: E731
+            (ours, our_name), (twins, twin_name) = error(mine), error(theirs)
+            report.row(where + "gradients against the float64 twin", ours <= max(report.tolerance, 2 * twins), ours,
+                       f"minidet worst {ours:.2e} ({our_name}), torchvision float32 worst {twins:.2e} ({twin_name})")
         optimizer.step()
-    worst = worst_grad(torch, dump, "final.", {**params, **dict(model.named_buffers())}, minidet_to_torch_name)
-    report.close(f"after {steps} AdamW steps: parameters and BatchNorm statistics (worst: {worst[0]})", worst[1], worst[2])
+    if reference is None:
+        worst = worst_grad(torch, dump, "final.", {**params, **dict(model.named_buffers())}, minidet_to_torch_name)
+        report.close(f"after {steps} AdamW steps: parameters and BatchNorm statistics (worst: {worst[0]})", worst[1],
+                     worst[2])
+
+
+def relative_error(a, b):
+    scale = b.abs().max().item()
+    return (a.double() - b.double()).abs().max().item() / (scale if scale > 0 else 1.0)
 
 
 def worst_grad(torch, dump, prefix, tensors, rename):
@@ -232,6 +270,9 @@ def main():
     parser.add_argument("--json", help="write one JSON line per comparison here")
     parser.add_argument("--keep", help="folder for the dump and the weights (default: a temporary one)")
     args = parser.parse_args()
+    if args.dtype == "float32" and args.steps > 1:
+        parser.error("float32 compares one step (AdamW's first update is about lr for every parameter, so float32 "
+                     "rounding in a near-zero gradient moves it by lr either way): use float64 for several")
 
     import torch
     torch.backends.cudnn.deterministic = True
