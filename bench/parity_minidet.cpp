@@ -137,9 +137,9 @@ void put_step(nn::Checkpoint& out, int64_t step, models::FasterRCNN& model, nn::
   for (const auto& [name, loss] : losses) out.put(prefix + "loss." + name, loss);
   for (const auto& [name, param] : model.named_parameters()) out.put(prefix + "grad." + name, param.grad());
 
-  // Replay: the head's outputs again (eval-free: BatchNorm in training mode would move its running
-  // statistics, so the features are recomputed from a copy of the step's inputs under no_grad with the
-  // statistics restored afterwards).
+  // Replay: the step's proposals and samples again, from the head's outputs recomputed under no_grad (the
+  // same batch statistics, so the same bits). BatchNorm in training mode would move its running statistics
+  // a second time: they are restored afterwards.
   NoGradGuard no_grad;
   const nn::NamedTensors buffers = model.named_buffers();
   std::vector<Tensor> saved;

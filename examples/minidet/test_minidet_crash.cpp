@@ -1,4 +1,4 @@
-// Crash-safety tests of `minidet train` (issue 15): kill -9 at random moments and in the middle of a
+// Crash-safety tests of `minidet train`: kill -9 at random moments and in the middle of a
 // checkpoint write, a full disk, a read-only run folder. After a kill every *.ckpt present must load and
 // `--resume` must end with the very losses of an uninterrupted run (the CPU is bit-exact on resume); a disk
 // or permission failure must stop the run with one clear line and leave the previous state untouched.
