@@ -23,7 +23,7 @@
 // CPU: batch 8 at 2 OpenMP threads (as `minidet train --threads 2`), steady clock, median of --cpu-reps.
 //
 // --time-to-accuracy trains from scratch with the default schedule (Schedule in examples/minidet/
-// run_config.h: 500 steps of 8 images, AdamW 3e-3, warm-up + cosine), on the GPU when there is one, and
+// run_config.h: 750 steps of 8 images, AdamW 3e-3, warm-up + cosine), on the GPU when there is one, and
 // evaluates VOC mAP@0.5 on the 200 held-out images every --eval-every steps. The training clock stops during
 // evaluations (their time is reported apart). It prints the training time at which mAP@0.5 first reaches
 // --target, or the best mAP@0.5 and when it was reached if it never does. Timings are never asserted.

@@ -23,7 +23,7 @@ The model is minidet's DetectorConfig defaults rebuilt from torchvision parts:
              100 detections per image.
   transform  min_size = max_size = 128, image_mean 0, image_std 1: images are used as they come, in [0, 1].
   training   torch.optim.AdamW(lr 3e-3, betas (0.9, 0.999), eps 1e-8, weight decay 1e-4 on every parameter),
-             minidet's warm-up + cosine schedule (LambdaLR with the same factor), 500 steps of 8 images,
+             minidet's warm-up + cosine schedule (LambdaLR with the same factor), 750 steps of 8 images,
              random horizontal flips (p 0.5), seed 0.
 One step ("train") is what minidet's training loop does: move a CPU batch to the GPU (images in one copy, then
 boxes and labels per image), forward in training mode, sum the four losses, record the total and the four
@@ -89,7 +89,7 @@ LOG_EVERY = 20  # examples/minidet/run_config.h, Schedule::log_every: how often 
 COUNTED_RUNS = LOG_EVERY
 LOSS_NAMES = ("loss_objectness", "loss_rpn_box_reg", "loss_classifier", "loss_box_reg")
 # examples/minidet/run_config.h, Schedule
-STEPS, BATCH, LR, WEIGHT_DECAY, WARMUP, MIN_LR_FACTOR, SEED = 500, 8, 3e-3, 1e-4, 100, 0.01, 0
+STEPS, BATCH, LR, WEIGHT_DECAY, WARMUP, MIN_LR_FACTOR, SEED = 750, 8, 3e-3, 1e-4, 100, 0.01, 0
 
 
 def shape_of(batch, prefix="tiny"):

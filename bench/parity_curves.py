@@ -2,7 +2,8 @@
 """Learning parity: minidet and the torchvision twin trained from the same initial weights on the same batches,
 scored by the same evaluator, for several seeds; the mAP@0.5 and COCO AP curves side by side (docs/parity.md).
 
-    python3 bench/parity_curves.py --build build/gpu --out /tmp/curves [--seeds 0 1 2 3 4] [--steps 500]
+    python3 bench/parity_curves.py --build build/gpu --out /tmp/curves [--seeds 0 1 2 3 4] [--steps 750]
+    python3 bench/parity_curves.py --out /tmp/all --merge /tmp/curves/curves.json /tmp/more/curves.json
 
 Per seed s:
   1. the initial weights: parity_minidet --seed s --save-weights (the very weights `minidet train --seed s`
@@ -130,27 +131,25 @@ def mean_curve(runs, metric):
     return [(s, statistics.mean(p[metric] for c in runs for p in c if p[0] == s)) for s in steps]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--build", required=True, help="a build folder (build/gpu): minidet, evaluate, ...")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--steps", type=int, default=500)
-    parser.add_argument("--eval-every", type=int, default=50)
-    parser.add_argument("--device", default="cuda", help="the twin's device (minidet picks the GPU when there is one)")
-    parser.add_argument("--parallel", type=int, default=5, help="seeds trained side by side on the one GPU")
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    data = os.path.join(args.out, "data")
-    run([f"{args.build}/examples/export_shapes_coco", "--out", data, "--size", "128", "--train", "2000", "--test",
-         "200", "--seed", "0"], os.path.join(args.out, "export.log"))
-    with ThreadPoolExecutor(args.parallel) as pool:
-        results = list(pool.map(lambda s: one_seed(args, s, data), args.seeds))
-    curves = {side: [r[side] for r in results] for side, _ in SIDES}
-    with open(os.path.join(args.out, "curves.json"), "w") as f:
-        json.dump({"seeds": args.seeds, "steps": args.steps, "curves": curves}, f)
-    svg(curves, args.steps, os.path.join(args.out, "curves.svg"))
-    print(f"== learning parity, seeds {args.seeds}: mean (min..max) over the seeds at each evaluation")
+def paired(curves, side, metric, index=-1):
+    """Per-seed differences side - twin at one evaluation: the seeds share weights and batches, so the pairs
+    cancel most of the seed-to-seed spread. Returns the differences, their mean, standard deviation and a 95%
+    interval of the mean (Student's t)."""
+    diffs = [a[index][metric] - b[index][metric] for a, b in zip(curves[side], curves["twin"])]
+    mean, sd = statistics.mean(diffs), statistics.stdev(diffs) if len(diffs) > 1 else 0.0
+    # two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (any table of t), then the normal's
+    t = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+    half = (t[len(diffs) - 2] if len(diffs) - 1 <= len(t) else 1.960) * sd / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
+    return diffs, mean, sd, (mean - half, mean + half)
+
+
+def report(curves, seeds, steps, out):
+    """curves.json, curves.svg and the tables: mean (min..max) per evaluation, then the paired differences."""
+    with open(os.path.join(out, "curves.json"), "w") as f:
+        json.dump({"seeds": seeds, "steps": steps, "curves": curves}, f)
+    svg(curves, steps, os.path.join(out, "curves.svg"))
+    print(f"== learning parity, seeds {seeds}: mean (min..max) over the seeds at each evaluation")
     print(f"{'step':>5} " + " ".join(f"{side + ' mAP@0.5':>30} {'COCO AP':>22}" for side, _ in SIDES))
     for i, (step, _, _) in enumerate(curves["minidet"][0]):
         cells = []
@@ -159,9 +158,45 @@ def main():
                 values = [c[i][metric] for c in curves[side] if i < len(c)]
                 cells.append(f"{statistics.mean(values):.4f} ({min(values):.3f}..{max(values):.3f})")
         print(f"{step:>5} " + " ".join(f"{cells[2 * j]:>30} {cells[2 * j + 1]:>22}" for j in range(len(SIDES))))
+    print(f"== at the last step, per seed against the twin (same weights, same batches)")
+    for side in ("minidet", "minidet_aligned"):
+        for metric, name in ((1, "mAP@0.5"), (2, "COCO AP")):
+            diffs, mean, sd, (low, high) = paired(curves, side, metric)
+            print(f"{side} - twin, {name}: {' '.join(f'{d:+.4f}' for d in diffs)}; mean {mean:+.4f}, sd {sd:.4f}, "
+                  f"95% interval of the mean [{low:+.4f}, {high:+.4f}]")
     final = {side: statistics.mean(c[-1][1] for c in curves[side]) for side, _ in SIDES}
     print("mean mAP@0.5 at the last step: " + ", ".join(f"{side} {v:.4f}" for side, v in final.items()))
-    print(json.dumps({"bench": "parity_curves", "seeds": args.seeds, "final_map50": final}))
+    print(json.dumps({"bench": "parity_curves", "seeds": seeds, "final_map50": final}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", help="a build folder (build/gpu): minidet, evaluate, ...")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--steps", type=int, default=750, help="minidet's default schedule.steps")
+    parser.add_argument("--eval-every", type=int, default=50)
+    parser.add_argument("--device", default="cuda", help="the twin's device (minidet picks the GPU when there is one)")
+    parser.add_argument("--parallel", type=int, default=5, help="seeds trained side by side on the one GPU")
+    parser.add_argument("--merge", nargs="+", metavar="CURVES_JSON",
+                        help="train nothing: join the seeds of earlier runs' curves.json (same steps) and report them")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if args.merge:
+        runs = [json.load(open(path)) for path in args.merge]
+        if len({r["steps"] for r in runs}) != 1:
+            raise SystemExit("parity_curves --merge: the runs have different step counts")
+        curves = {side: [c for r in runs for c in r["curves"][side]] for side, _ in SIDES}
+        report(curves, [s for r in runs for s in r["seeds"]], runs[0]["steps"], args.out)
+        return
+    if not args.build:
+        raise SystemExit("parity_curves: --build is required unless --merge is given")
+    data = os.path.join(args.out, "data")
+    run([f"{args.build}/examples/export_shapes_coco", "--out", data, "--size", "128", "--train", "2000", "--test",
+         "200", "--seed", "0"], os.path.join(args.out, "export.log"))
+    with ThreadPoolExecutor(args.parallel) as pool:
+        results = list(pool.map(lambda s: one_seed(args, s, data), args.seeds))
+    report({side: [r[side] for r in results] for side, _ in SIDES}, args.seeds, args.steps, args.out)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@
 #             samplers' draws shared; one step in float32), float32 and float64 on the GPU, float64 on the CPU
 #             (PARITY_RUNS picks, e.g. "cuda float32"); docs/parity.md
 #   curves    learning parity (bench/parity_curves.py): both sides from the same weights on the same batches,
-#             CURVE_SEEDS (default "0 1 2 3 4"), scored by the same evaluator; curves.json and curves.svg
+#             CURVE_SEEDS (default "0 1 2 3 4") for CURVE_STEPS (default 750), scored by the same evaluator; curves.json and curves.svg
 #   tests     = ctest,sanitize,demo          all = tests,train,bench
 # A full run may not fit one 10-minute device call: run `tests`, then `train,bench` on the still-warm machine.
 #
@@ -224,7 +224,7 @@ for e in evals[-1:] + ([hit] if hit and hit is not evals[-1] else []):
 print("  mAP@0.5 >= 0.95 first at step", hit["step"] if hit else "never")
 PY
   }
-  # Throughput: the README's training (the default config: 500 steps of 8 images, evaluated at 250 and 500)
+  # Throughput: the README's training (the default config: 750 steps of 8 images, evaluated every 250)
   # on one GPU, and the same per-GPU batch on two; the last logged window holds no evaluation.
   dist_run "1gpu-b$b" $b $minidet train --set schedule.batch=$b
   dist_run "2gpu-b$((2 * b))" $((2 * b)) "${mpi[@]}" $minidet train --set schedule.batch=$((2 * b))
@@ -296,7 +296,7 @@ if wants curves; then
   # CURVES_TIMEOUT seconds so that the logs still come back from one device call.
   # shellcheck disable=SC2086
   OMP_NUM_THREADS=3 PYTHONUNBUFFERED=1 timeout "${CURVES_TIMEOUT:-480}" python3 bench/parity_curves.py --build build/gpu \
-    --out /tmp/parity-curves --seeds $CURVE_SEEDS >"$OUT/curves.log" 2>&1
+    --out /tmp/parity-curves --seeds $CURVE_SEEDS --steps "${CURVE_STEPS:-750}" >"$OUT/curves.log" 2>&1
   note "parity_curves exit code $? in $(( $(date +%s) - start )) s"
   tail -16 "$OUT/curves.log" | tee -a "$summary"
   cp /tmp/parity-curves/curves.json /tmp/parity-curves/curves.svg "$OUT/" 2>/dev/null
