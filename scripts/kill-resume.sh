@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Many kill -9 / --resume trials of `minidet train` (issue 15's crash safety): the CTest case
+# Many kill -9 / --resume trials of `minidet train` (crash safety of the run folder): the CTest case
 # "values/minidet: kill -9 at random moments..." (examples/minidet/test_minidet_crash.cpp) run with
 # MINIDET_KILL_TRIALS trials instead of 6. Each trial kills a tiny CPU run at a random moment (every other
 # trial kills its first resume too), checks that every *.ckpt present loads, resumes, and checks that the
