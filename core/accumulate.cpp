@@ -30,6 +30,7 @@ void add_into(const Tensor& dst, const Tensor& src) {
   MINIDET_CHECK(broadcastable_to(src.sizes(), dst.sizes()), "add_into: src shape ", src.sizes(),
                 " does not broadcast to dst shape ", dst.sizes());
   if (dst.numel() == 0) return;
+  dst.bump_version();  // before the write: a read-only tensor (core/storage.h) throws unchanged
   Tensor source;
   {
     NoGradGuard raw;
@@ -42,7 +43,6 @@ void add_into(const Tensor& dst, const Tensor& src) {
   } else {
     detail::add_into_cpu(dst, source);
   }
-  dst.bump_version();
 }
 
 }  // namespace minidet

@@ -3,6 +3,11 @@
 // Tensors are views over a Storage (sizes, strides, offset). Several tensors may share one Storage, so the
 // buffer is freed when the last of them goes away. The version counter is bumped by every in-place write;
 // autograd records it when it saves a tensor and refuses to use the tensor if it changed by backward time.
+//
+// A storage can be made read-only: a constant that many callers share (ops/elementwise/shared_scalar.h, the
+// anchor cache) must never change under the others, and a comment saying so cannot stop a write. Every
+// in-place write bumps the version, so the bump is where a write to a read-only storage fails, loudly and
+// naming the constant.
 #pragma once
 
 #include <atomic>
@@ -29,7 +34,14 @@ class StorageImpl {
   const Device& device() const { return device_; }
 
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
-  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  void bump_version() {
+    if (read_only_reason_ != nullptr) refuse_write();
+    version_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // From now on every bump_version (so every in-place write) throws an Error with `reason` (a string literal:
+  // it is kept, not copied). There is no way back: a shared constant stays one.
+  void make_read_only(const char* reason) { read_only_reason_ = reason; }
+  bool read_only() const { return read_only_reason_ != nullptr; }
 
   // How many StorageImpl objects exist right now (for leak tests of the autograd graph).
   static int64_t live_count();
@@ -41,6 +53,9 @@ class StorageImpl {
   Allocator* allocator_ = nullptr;        // null for adopted memory
   std::shared_ptr<const void> owner_;     // what keeps adopted memory alive
   std::atomic<uint64_t> version_{0};
+  const char* read_only_reason_ = nullptr;
+
+  [[noreturn]] void refuse_write() const;
 };
 
 using Storage = std::shared_ptr<StorageImpl>;

@@ -348,8 +348,16 @@ Tensor Tensor::detach() const {
   return make_view(*this, sizes(), strides(), storage_offset());
 }
 
+const Tensor& Tensor::make_read_only(const char* reason) const {
+  check_defined("make_read_only");
+  MINIDET_CHECK(reason != nullptr && *reason != '\0', "Tensor::make_read_only: give the reason");
+  storage()->make_read_only(reason);
+  return *this;
+}
+
 void Tensor::set_data(const Tensor& other) const {
   check_defined("set_data");
+  if (is_read_only()) storage()->bump_version();  // throws, naming the constant
   MINIDET_CHECK(other.defined(), "Tensor::set_data: the new data is undefined");
   impl_->storage = other.storage();
   impl_->sizes = other.sizes();

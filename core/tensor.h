@@ -137,7 +137,12 @@ class Tensor {
   // single-element tensor.
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
   uint64_t version() const { return storage()->version(); }
+  // Throws if the storage is read-only (core/storage.h): every in-place write calls it.
   void bump_version() const { storage()->bump_version(); }
+  // Makes the whole storage read-only, for every view of it: later in-place writes (fill_, copy_, optimiser
+  // steps, gradient accumulation...) and set_data throw an Error quoting `reason`, a string literal.
+  const Tensor& make_read_only(const char* reason) const;
+  bool is_read_only() const { return storage()->read_only(); }
 
   std::string str() const;  // what operator<< prints
 

@@ -79,6 +79,8 @@ Tensor AnchorGenerator::grid_anchors(int64_t level, int64_t feature_h, int64_t f
   const Tensor shifts = stack({grid_x, grid_y, grid_x, grid_y}, -1).view({feature_h * feature_w, 1, 4});
   // (h*w, 1, 4) + (1, A, 4): every anchor at every position, position-major.
   const Tensor anchors = add(shifts, cell.unsqueeze(0)).view({-1, 4});
+  anchors.make_read_only("the AnchorGenerator's cached grid anchors, returned to every caller at this size "
+                         "(models/anchors/anchor_generator.h)");
   cache_.emplace(key, anchors);
   return anchors;
 }

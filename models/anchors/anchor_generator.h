@@ -19,7 +19,8 @@
 //
 // The grid anchors are built on the requested device (arange and broadcast additions, no host loop) and
 // cached per (level, feature size, stride, dtype, device): a training loop at a fixed image size builds them
-// once. The cached tensor is returned itself, not a copy: treat it as read-only. The cache is guarded by a
+// once. The cached tensor is returned itself, not a copy, so it is read-only (Tensor::make_read_only): a write
+// to it throws instead of changing every later caller's anchors. The cache is guarded by a
 // mutex. Anchors are constants: they never require grad.
 #pragma once
 

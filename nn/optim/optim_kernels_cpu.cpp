@@ -46,6 +46,7 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, cons
   check_like_param("sgd", param, buf, "the momentum buffer");
   MINIDET_CHECK(grad.is_contiguous() && grad.sizes() == param.sizes(), "sgd: gradient of shape ", grad.sizes(),
                 " does not match the parameter ", param.sizes(), " (or is not contiguous)");
+  param.bump_version();  // before the write: a read-only tensor (core/storage.h) throws unchanged
   if (param.is_cuda()) {
 #if MINIDET_WITH_CUDA
     sgd_update_cuda(param, grad, buf, s);
@@ -53,7 +54,6 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, cons
   } else {
     sgd_update_cpu(param, grad, buf, s);
   }
-  param.bump_version();
 }
 
 namespace {
@@ -68,6 +68,8 @@ void check_adam(const Tensor& param, const Tensor& grad, const Tensor& m, const 
 
 void adam_update_many(const std::vector<AdamTensors>& tensors, const AdamStep& s) {
   for (const AdamTensors& t : tensors) check_adam(t.param, t.grad, t.exp_avg, t.exp_avg_sq);
+  // Before the writes: a read-only tensor (core/storage.h) throws with every parameter unchanged.
+  for (const AdamTensors& t : tensors) t.param.bump_version();
 #if MINIDET_WITH_CUDA
   // Runs of one GPU and dtype, cut into launches of at most kAdamTensorsPerLaunch.
   std::vector<AdamTensors> run;
@@ -90,7 +92,6 @@ void adam_update_many(const std::vector<AdamTensors>& tensors, const AdamStep& s
 #else
   for (const AdamTensors& t : tensors) adam_update_cpu(t.param, t.grad, t.exp_avg, t.exp_avg_sq, s);
 #endif
-  for (const AdamTensors& t : tensors) t.param.bump_version();
 }
 
 }  // namespace minidet::nn::detail

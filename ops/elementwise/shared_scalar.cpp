@@ -37,6 +37,9 @@ Tensor shared_scalar(double value, const TensorOptions& options) {
   if (found != cache().end()) return found->second;
   NoGradGuard constant;  // a leaf that never requires grad, whatever mode the first caller was in
   Tensor made = full({}, value, options);
+  // Read-only even past the cap, so a caller never depends on whether its constant happened to be cached.
+  made.make_read_only("a shared_scalar constant, which every caller asking for the same value shares "
+                      "(ops/elementwise/shared_scalar.h)");
   if (cache().size() < kMaxSharedScalars) cache().emplace(key, made);
   return made;
 }

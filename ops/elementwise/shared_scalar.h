@@ -4,9 +4,10 @@
 //   where(valid, scores, shared_scalar(-1.0, scores.options()))
 //
 // On a GPU a fresh full({}, v) costs an allocation and a fill kernel, and a detector training step compares
-// with constants (labels == 1, IoU >= 0.7, where(..., -1)) about 400 times, a sixth of its launches; the
-// comparisons with a double (elementwise_raw.h's scalar_like) and where's backward use it too. NEVER write
-// to the result (no fill_, copy_ or in-place op): every other user of that constant would see the change.
+// with constants (labels == 1, IoU >= 0.7, where(..., -1)) hundreds of times, an allocation and a fill each; the
+// comparisons with a double (elementwise_raw.h's scalar_like) and where's backward use it too. The result is
+// read-only (Tensor::make_read_only): every other user of that constant would see a change, so fill_, copy_
+// or any in-place op on it throws, naming shared_scalar. clone() it for a value that may change.
 // At most kMaxSharedScalars are kept: a value that changes every call (a learning rate) cannot grow the
 // cache; past the cap, a fresh tensor is returned each time.
 #pragma once

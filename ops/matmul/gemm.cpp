@@ -37,6 +37,7 @@ void run(const char* name, const Tensor& a, const Tensor& b, const Tensor& c, do
   MINIDET_CHECK(c.stride(batch_dims + 1) == 1 || n <= 1, name, ": the output must have unit column stride");
   MINIDET_CHECK(!batch_dims || c.is_contiguous(), name, ": the batched output must be contiguous");
   if (c.numel() == 0) return;
+  c.bump_version();  // before the write: a read-only tensor (core/storage.h) throws unchanged
   int64_t a_batch_stride = 0, b_batch_stride = 0;
   const detail::MatrixOperand op_a = detail::describe_operand(a, batch_dims, &a_batch_stride);
   const detail::MatrixOperand op_b = detail::describe_operand(b, batch_dims, &b_batch_stride);
@@ -47,7 +48,6 @@ void run(const char* name, const Tensor& a, const Tensor& b, const Tensor& c, do
   } else {
     detail::gemm_cpu(batch, m, n, k, op_a, a_batch_stride, op_b, b_batch_stride, c, alpha, beta);
   }
-  c.bump_version();
 }
 
 }  // namespace

@@ -237,3 +237,23 @@ TEST_CASE("values/views: empty tensors through views") {
   // -1 cannot be inferred when the other sizes multiply to 0: any value would fit.
   CHECK_THROWS_CONTAINING(z.view({-1, 0}), "is invalid for 0 elements");
 }
+
+TEST_CASE("errors/read_only: every write to a read-only storage throws, through any view, and a clone is free") {
+  const Tensor x = from_vector<double>({1, 2, 3, 4}).view({2, 2});
+  const Tensor view = x.select(0, 1);  // shares the storage: made read-only with it
+  x.make_read_only("a test constant");
+  CHECK(x.is_read_only());
+  CHECK(view.is_read_only());
+  const uint64_t version = x.version();
+  CHECK_THROWS_CONTAINING(x.fill_(0.0), "cannot write to a read-only tensor: a test constant");
+  CHECK_THROWS_CONTAINING(view.copy_(from_vector<double>({7, 8})), "a test constant");
+  CHECK_THROWS_CONTAINING(x.bump_version(), "clone() it");
+  CHECK_THROWS_CONTAINING(x.set_data(zeros({2, 2}, kFloat64)), "a test constant");
+  CHECK(x.version() == version);  // a refused write changes nothing
+  CHECK(x.to_vector<double>() == std::vector<double>{1, 2, 3, 4});
+  const Tensor copy = x.clone();
+  CHECK(!copy.is_read_only());
+  copy.fill_(5.0);
+  CHECK(copy.to_vector<double>() == std::vector<double>{5, 5, 5, 5});
+  CHECK_THROWS_CONTAINING(x.make_read_only(""), "give the reason");
+}

@@ -68,6 +68,8 @@ TEST_CASE("values/anchor_generator: several levels concatenate and the cache reu
   CHECK(generator.cache_size() == 2);
   const Tensor again = generator.grid_anchors(0, 8, 8, 8, 8, kFloat64);
   CHECK(again.is_same(generator.grid_anchors(0, 8, 8, 8, 8, kFloat64)));
+  // Shared with every later caller, so read-only in fact.
+  CHECK_THROWS_CONTAINING(again.fill_(0.0), "AnchorGenerator's cached grid anchors");
   CHECK(generator.cache_size() == 2);
   (void)generator.grid_anchors(0, 8, 8, 8, 8, kFloat32);  // another dtype: another entry
   (void)generator.anchors(64, 64, {{16, 16}, {4, 4}}, kFloat64);  // another feature size on level 0

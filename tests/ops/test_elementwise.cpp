@@ -338,6 +338,11 @@ TEST_CASE("values/shared_scalar: one read-only constant per value dtype and devi
   CHECK(!shared_scalar(-1.0, kFloat32).is_same(a));   // dtype is part of the key
   CHECK(!shared_scalar(0.0, kFloat32).is_same(shared_scalar(-0.0, kFloat32)));  // so are the value's bits
   CHECK(std::signbit(shared_scalar(-0.0, kFloat64).item<double>()));
+  // Read-only in fact: a write would change the constant for every other caller.
+  CHECK(a.is_read_only());
+  CHECK_THROWS_CONTAINING(a.fill_(3.0), "shared_scalar");
+  CHECK_THROWS_CONTAINING(a.copy_(full({}, 2.0, kInt64)), "shared_scalar");
+  CHECK(shared_scalar(-1.0, kInt64).item<int64_t>() == -1);
   // Comparisons with a double use it and still give the right answer.
   const Tensor x = from_vector<double>({-1, 0, 2});
   CHECK(eq(x, -1.0).to(kInt64).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0});
