@@ -8,8 +8,8 @@
 // The loop is the textbook one, written out so a reader sees every piece: a shuffled loader with random
 // horizontal flips, AdamW with a linear warm-up and a cosine decay, FasterRCNN::forward_train's four losses
 // summed, backward, a step. Evaluation switches the model to eval() (BatchNorm's running statistics), runs
-// forward_infer over the test split and scores the detections. The minidet command (issue: the training
-// command) grows this into a full CLI with run folders, plots, checkpoints and exact resume.
+// forward_infer over the test split and scores the detections. The minidet command (examples/minidet/,
+// docs/minidet-command.md) grows this into a full CLI with run folders, plots, checkpoints and exact resume.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -1,10 +1,11 @@
-// walkthrough_nms: the source article's bitmask NMS, step by step, on 80 boxes (two blocks of 64).
+// walkthrough_nms: the bitmask NMS of py-faster-rcnn's nms_kernel.cu (docs/references.md), step by step, on
+// 80 boxes (two blocks of 64).
 //
 //   walkthrough_nms [--boxes 80] [--threshold 0.5] [--seed 3]
 //
 // 1. The boxes are sorted by score (stable: ties keep input order) and cut into blocks of 64.
 // 2. The mask: for box i and column block c, one 64-bit word whose bit k says "box i suppresses box 64c + k"
-//    (IoU > threshold, only for 64c + k > i). It is printed as the article draws it, one row per box, one
+//    (IoU > threshold, only for 64c + k > i). It is printed in nms_kernel.cu's layout, one row per box, one
 //    hexadecimal word per column block; tiles below the diagonal (c < i's block) are never computed.
 // 3. The greedy pass: remv[c] collects the suppressed boxes of block c. Walking the boxes in score order, a
 //    box whose bit is set in remv is skipped; any other box is kept and ORs its mask row into remv.

@@ -1,5 +1,5 @@
-// walkthrough_roi_align_rotated: rotated RoIAlign (the source article's kernel, with minidet's backward),
-// sample by sample, on a tiny feature map.
+// walkthrough_roi_align_rotated: rotated RoIAlign (AerialDetection's MMDetection-based kernel, in detectron2's
+// angle convention, with minidet's backward: docs/references.md), sample by sample, on a tiny feature map.
 //
 //   walkthrough_roi_align_rotated [--angle 30] [--clockwise] [--sampling 2] [--legacy]
 //

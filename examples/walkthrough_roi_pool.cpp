@@ -1,9 +1,9 @@
-// walkthrough_roi_pool: RoIPool (the mmdet CUDA kernel of the source article), bin by bin, forward and
-// backward, on a tiny feature map.
+// walkthrough_roi_pool: RoIPool (MMDetection's v1 CUDA kernel, roi_pool_kernel.cu: docs/references.md), bin
+// by bin, forward and backward, on a tiny feature map.
 //
 //   walkthrough_roi_pool [--output-size 3] [--scale 0.5] [--seed 2]
 //
-// 1. Each RoI (in image pixels) is scaled to feature pixels with the article's "+1" on x2 and y2, and cut
+// 1. Each RoI (in image pixels) is scaled to feature pixels with mmdet's "+1" on x2 and y2, and cut
 //    into output_size x output_size bins of equal real size; no rounding of the box.
 // 2. Each bin covers the pixels from floor(its start) to ceil(its end), clipped to the map; neighbouring bins
 //    can share a row or a column. The bin's maximum and its position (the argmax) are printed; an empty bin

@@ -1,9 +1,10 @@
 // CudaGraph: a stretch of GPU work recorded once and then replayed with one launch.
 //
-// A training step of a small detector is bound by the host: each of its ~800 kernels costs the host some
-// microseconds (the op's bookkeeping, the autograd graph, the launch itself) and the GPU finishes each one
-// sooner. A CUDA graph removes that cost for code whose shapes never change: capture() runs the code once
-// with every launch *recorded* instead of run, and replay() then queues the whole recording at once.
+// A training step of a small detector is bound by the host: it launches hundreds of small kernels, each of
+// which costs the host more time (the op's bookkeeping, the autograd graph, the launch itself) than the GPU
+// takes to run it (docs/benchmarks.md has the counts and times). A CUDA graph removes that cost for code
+// whose shapes never change: capture() runs the code once with every launch *recorded* instead of run, and
+// replay() then queues the whole recording at once.
 //
 //   capture:  the thread's current_stream() becomes a capture stream (core/cuda/context.h), so every
 //             kernel, cuBLAS call and device-to-device copy is recorded with its arguments: the same

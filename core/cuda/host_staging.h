@@ -2,7 +2,7 @@
 //
 // cudaMemcpy from pageable (ordinary) host memory is synchronous: the driver first waits for the work
 // already queued on the stream, then stages the bytes through its own pinned buffer, and only then returns.
-// A training step that uploads its batch (images, boxes, labels: ~27 copies at batch 8) therefore waits for
+// A training step that uploads its batch (images, boxes, labels: a few copies per image) therefore waits for
 // the previous step's kernels to finish before it can queue anything: the host never runs ahead of the GPU.
 //
 // Here each copy goes instead through a ring of page-locked host memory:

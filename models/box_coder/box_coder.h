@@ -1,5 +1,6 @@
 // BoxCoder: how a detector writes a box as a regression target relative to a reference box (an anchor or a
-// proposal), and reads it back. The parameterisation of R-CNN, as in torchvision's BoxCoder.
+// proposal), and reads it back. The parameterisation of R-CNN (Girshick et al. 2014), as in torchvision's
+// BoxCoder.
 //
 // For a reference box P and a target box G, both (x1, y1, x2, y2), with widths w = x2 - x1, heights h and
 // centres c = x1 + w/2 (the same along y), and per-coordinate weights (wx, wy, ww, wh):

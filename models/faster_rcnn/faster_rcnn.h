@@ -83,8 +83,9 @@ class FasterRCNN final : public nn::Module {
   std::string extra_repr() const override;
 
   // Training on a GPU replays the backbone and the RPN head, forward and backward, as CUDA graphs
-  // (nn/graphs/graphed_function.h) once two steps have warmed them up: the same results with ~450 fewer
-  // kernel launches from the host per step (828 -> 374 at batch 8). On by default (`minidet train --set
+  // (nn/graphs/graphed_function.h) once two steps have warmed them up: the same results, with every kernel
+  // of that part replayed by one graph launch each way instead of launched one by one from the host (the
+  // launch counts: docs/benchmarks.md). On by default (`minidet train --set
   // schedule.cuda_graphs=false` turns it off); off runs every op eagerly. Used only where graphs apply: CUDA
   // tensors, grad mode on (GraphedFunction decides per call).
   void use_cuda_graphs(bool on);

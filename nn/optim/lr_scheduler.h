@@ -1,5 +1,8 @@
 // Learning-rate schedules: lr(step) = base_lr of each group * factor(step).
 //
+// Both start with a linear warm-up (Goyal et al. 2017); the cosine decay is SGDR's (Loshchilov & Hutter 2017)
+// without restarts.
+//
 //   WarmupMultiStepLR (the detectron2 schedule for Faster R-CNN):
 //     factor = warmup(step) * gamma ^ (number of milestones <= step)
 //     warmup(step) = warmup_factor * (1 - a) + a,  a = step / warmup_iters, for step < warmup_iters; else 1

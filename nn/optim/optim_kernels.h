@@ -28,7 +28,7 @@ struct AdamTensors {
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
 
 // One Adam step for many parameters (a multi-tensor apply): on the GPU one launch per kAdamTensorsPerLaunch
-// parameters, where one launch each would be 50 launches for the detector's optimizer step. The parameters
+// parameters, rather than one launch per parameter tensor of the model. The parameters
 // may lie on different devices or have different dtypes; each run of one device and dtype is launched
 // together. Each element's arithmetic is adam_element (optim_math.h), on the CPU as on the GPU.
 void adam_update_many(const std::vector<AdamTensors>& tensors, const AdamStep& s);

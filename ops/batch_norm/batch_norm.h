@@ -1,4 +1,5 @@
-// Batch normalization over the channels of NCHW input, and its frozen (inference-only) form.
+// Batch normalization (Ioffe & Szegedy 2015) over the channels of NCHW input, and its frozen (inference-only)
+// form.
 //
 // batch_norm2d, per channel c, over the M = N*H*W values x of that channel:
 //   training:  mean = sum(x) / M,   var = sum((x - mean)^2) / M          (biased: the normalizer)

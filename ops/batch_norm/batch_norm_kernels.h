@@ -10,8 +10,8 @@
 //                        running_var = (1 - momentum) * running_var + momentum * var * M / (M - 1) (unbiased)
 //   backward_coefficients: grad_gamma = sum(dy * (x - mean)) * invstd, k = gamma * invstd,
 //                        mean_dy = sum(dy) / M, mean_dy_xhat = grad_gamma / M
-// The per-channel algebra is a dozen tiny elementwise ops if written with tensors; fused, a training step of
-// a detector with a dozen BatchNorm layers launches some two hundred fewer kernels. Its arithmetic is one
+// The per-channel algebra is a dozen tiny elementwise ops if written with tensors; fused, it is one launch
+// per BatchNorm layer in forward and one in backward, however many terms it has. Its arithmetic is one
 // function per channel (below), the same code on the CPU and the GPU, in float64.
 //   channel_affine:      y = x * scale[c] + shift[c]               (shift undefined: 0)
 //   batch_norm_backward: dx = k[c] * (dy - mean_dy[c] - (x - mean[c]) * invstd[c] * mean_dy_xhat[c])

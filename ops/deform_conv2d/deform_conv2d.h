@@ -1,4 +1,5 @@
-// deform_conv2d: deformable convolution, DCNv1 (offsets) and DCNv2 (offsets and a modulation mask).
+// deform_conv2d: deformable convolution, DCNv1 (offsets; Dai et al. 2017) and DCNv2 (offsets and a modulation
+// mask; Zhu et al. 2019). Sources: docs/references.md.
 //
 //   input x (N, C_in, H, W)            weight w (C_out, C_in/groups, kh, kw)       bias b (C_out) optional
 //   offset (N, 2*G*kh*kw, H_out, W_out)       mask m (N, G*kh*kw, H_out, W_out) optional (DCNv2)

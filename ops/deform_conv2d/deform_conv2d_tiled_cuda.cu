@@ -21,8 +21,9 @@ namespace {
 
 constexpr int kTileH = 8, kTileW = 32;  // one thread per output position of the tile: 256 threads
 constexpr int kMargin = 2;
-// Channels per block at most. Thinner slices give more blocks but locate every sample again per slice; on
-// an H100, 16 measured faster than slices cut to fill the GPU twice over (2 channels at the first workload).
+// Channels per block at most. Thinner slices give more blocks but locate every sample again per slice, so a
+// slice is not cut thinner just to fill the GPU: each block shares one sample's neighbours and weights over up
+// to this many channels (the choice was timed on bench_deform_conv2d's workloads, docs/benchmarks.md).
 constexpr int64_t kMaxSliceChannels = 16;
 constexpr int64_t kTileSharedBytes = 48 << 10;
 

@@ -7,7 +7,7 @@
 //   overflows: e^-|x| <= 1. The last term weighs the positive part by p; it vanishes when p = 1.
 //   dloss/dx = sigmoid(x) - t + (p - 1) t (sigmoid(x) - 1)
 //   dloss/dt = -x + (p - 1) softplus(-x)
-// smooth_l1_loss, with d = input - target:
+// smooth_l1_loss (Fast R-CNN's box loss, Girshick 2015), with d = input - target:
 //   loss = 0.5 d^2 / beta   if |d| < beta,   |d| - 0.5 beta   otherwise
 //   dloss/dinput = d / beta  or  sign(d);  dloss/dtarget = -dloss/dinput
 //   beta = 0 is exactly l1_loss (the quadratic piece is empty).

@@ -9,7 +9,7 @@
 // IoU is ops/boxes/box_math.h's, computed once per pair with explicitly rounded +, -, *, / so that the CPU
 // and CUDA results are identical, bit for bit and so box for box:
 //   width  = max(x2 - x1 + offset, 0)      (offset 0 by default; 1 reproduces the legacy "+1 pixel" widths
-//   area   = width * height                  of Faster R-CNN's nms_kernel.cu, which the source article reads)
+//   area   = width * height                  of py-faster-rcnn's nms_kernel.cu, docs/references.md)
 //   IoU    = inter / (area_a + area_b - inter), and 0 when inter == 0
 // so a zero-area box (and an inverted one, x2 < x1) has IoU 0 with everything: it is never suppressed and
 // never suppresses. No gradient: the result is a set of indices.
@@ -32,7 +32,7 @@
 // - CPU: sort, precompute each box's area, then the greedy pass over a shrinking list of live candidates:
 //   each kept box filters the list, so suppressed boxes are never looked at again and the pass ends when the
 //   list is empty. A pair that does not overlap along x is rejected before the IoU (its IoU is 0).
-// - CUDA: the article's bitmask NMS, then the greedy pass on the GPU as well (nms_cuda.cu explains it):
+// - CUDA: py-faster-rcnn's bitmask NMS, then the greedy pass on the GPU as well (nms_cuda.cu explains it):
 //   the IoU test of every pair (i < j in score order) packed as one 64-bit word per (box, block of 64 boxes),
 //   only the tiles on and above the diagonal computed; then one thread block walks the 64-box blocks in
 //   order, keeping a "removed" bit per box in shared memory. The whole mask never leaves the GPU: the only

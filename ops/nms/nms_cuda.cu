@@ -1,4 +1,5 @@
-// CUDA NMS: the source article's bitmask kernel, and the greedy pass on the GPU instead of the host.
+// CUDA NMS: the bitmask kernel of py-faster-rcnn's nms_kernel.cu (docs/references.md), and the greedy pass
+// on the GPU instead of the host.
 //
 // Boxes arrive sorted by score (nms.cpp). Cut them into blocks of 64 (the bits of one word). For a row box i
 // and a column block c, one 64-bit word holds bit k = "box i suppresses box 64c + k" (only for 64c + k > i:
@@ -16,23 +17,23 @@
 //      on it. The kept indices stay on the GPU.
 //
 // Mask layout: tile (r, c), c >= r, is stored at tile_index(r, c) = c (c + 1) / 2 + r (the upper triangle,
-// column by column), its 64 words (one per row box of block r) contiguous. Torchvision and the article store a
-// full N x (N / 64) matrix, one row per box; tile order instead makes a block's 64 words one 512-byte
+// column by column), its 64 words (one per row box of block r) contiguous. py-faster-rcnn and torchvision
+// store a full N x (N / 64) matrix, one row per box; tile order instead makes a block's 64 words one 512-byte
 // stretch: written in one coalesced store by the mask kernel, read by one warp with two coalesced loads.
 // Beside the mask, one byte per tile says whether it holds any set bit (row-major, blocks x blocks).
 //
 // The greedy pass (nms_reduce_kernel). removed[c] (shared memory) has bit k set once box 64c + k is
 // suppressed. For each row block b in order:
 //   a. warp 0 resolves block b alone: which of its rows not yet removed survive the diagonal tile (a box
-//      can suppress a later box of its own block). The article walks the rows one by one; kept_rows gets the
-//      same answer in a few warp-wide rounds.
+//      can suppress a later box of its own block). nms_kernel.cu walks the rows one by one; kept_rows gets
+//      the same answer in a few warp-wide rounds.
 //   b. every warp then ORs the words of the kept boxes of block b into removed[c] for the non-empty tiles
 //      (b, c), c > b (warp w takes columns b + 1 + 32 w .. b + 32 (w + 1)), each lane with a set bit by a
 //      shared-memory atomicOr: OR is order-free, so the result is the same bits on every run.
 // The tile loads of step b do not depend on which boxes step a keeps (only on removed[b], known by then), so
 // each warp issues them before step a and they arrive while warp 0 resolves; rows already removed and empty
 // tiles are skipped, so only the words that can matter cross the memory bus. Each block costs two
-// __syncthreads. The article does this pass on the host after copying the whole N x N/64 mask there (50 MB
+// __syncthreads. nms_kernel.cu does this pass on the host after copying the whole N x N/64 mask there (50 MB
 // at 20000 boxes); here only one int64 count crosses.
 #include <algorithm>
 #include <climits>
@@ -224,7 +225,7 @@ __device__ inline void or_tiles(const TileRows (&rows)[kPrefetchTiles], unsigned
 // status = {count, bad-input flags}.
 //
 // What each step costs, and why it is laid out this way. The whole pass runs on one SM, so it is bound by
-// instructions issued and by memory latency (about a microsecond per global load), not by bandwidth:
+// instructions issued and by memory latency (hundreds of cycles per dependent global load), not by bandwidth:
 // - Only non-empty tiles are touched. Lane l of warp w holds the flag of column b + 1 + 32 w + l; one ballot
 //   gives the warp its non-empty columns, and only those are loaded and ORed (most tiles are empty when the
 //   boxes are spread out).

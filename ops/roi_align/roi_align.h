@@ -1,4 +1,5 @@
-// roi_align: bilinear RoI pooling (Mask R-CNN's RoIAlign), differentiable in the features AND the boxes.
+// roi_align: bilinear RoI pooling (RoIAlign, Mask R-CNN: He et al. 2017, section 3), differentiable in the
+// features AND the boxes. Sources: docs/references.md.
 //
 //   input (N, C, H, W), rois (K, 5) rows (batch_index, x1, y1, x2, y2) in input-image pixels
 //   output (K, C, pooled_h, pooled_w)

@@ -30,8 +30,9 @@
 //
 // The angle convention. theta > 0 turns the box counter-clockwise as seen on screen (y pointing down): the
 // box's x axis (u) points along (cos theta, -sin theta) in (x, y), so a quarter turn points it up. This is
-// detectron2's and mmcv's ROIAlignRotated convention. The seed article's kernel rotates the other way
-// (x = Cx + u cos - v sin, y = Cy + u sin + v cos): its output is this op's with clockwise = true.
+// detectron2's and mmcv's ROIAlignRotated convention. AerialDetection's MMDetection-based rotated RoIAlign
+// kernel (docs/references.md) rotates the other way (x = Cx + u cos - v sin, y = Cy + u sin + v cos): its
+// output is this op's with clockwise = true.
 // At angle 0 the samples are exactly roi_align's on the box (cx - w/2, cy - h/2, cx + w/2, cy + h/2)
 // (tested; with aligned = false the two agree whenever s*w >= 1 and s*h >= 1, because below that roi_align
 // grows the box from its corner and this op from its centre).

@@ -1,4 +1,5 @@
-// RoIPool (Fast R-CNN), with the continuous box arithmetic of mmdet's CUDA kernel (not torchvision's rounding).
+// RoIPool (Fast R-CNN: Girshick 2015), with the continuous box arithmetic of MMDetection's v1 CUDA kernel (not
+// torchvision's rounding). Sources: docs/references.md.
 //
 // Input x (N, C, H, W); rois (K, 5) rows (batch_index, x1, y1, x2, y2) in input-image pixels; output size
 // (PH, PW); spatial_scale s maps image pixels to feature pixels (1/16 for a stride-16 feature map).
@@ -18,7 +19,7 @@
 //   rois require grad they receive zeros (the true derivative, not a missing one).
 //
 // Conventions and edge cases (identical on CPU and CUDA, float32 and float64):
-//   - The "+1" on x2 and y2 is the seed's legacy inclusive-pixel convention: the box [x1, x2] covers pixels
+//   - The "+1" on x2 and y2 is mmdet's (and Fast R-CNN's) legacy inclusive-pixel convention: [x1, x2] covers
 //     x1..x2, so at s = 1 and integer coordinates a box is x2 - x1 + 1 pixels wide (torchvision agrees
 //     there; it differs when x1*s or x2*s is fractional, because it rounds them to integers first).
 //   - Ties: the FIRST maximum in row-major order over the bin (smallest h, then smallest w) wins.

@@ -22,7 +22,7 @@ using namespace minidet::nn;
 namespace {
 
 // conv 3x3 -> BatchNorm -> ReLU -> conv 3x3 (with bias): parameters, buffers updated in forward, and a
-// backward of some twenty kernels.
+// backward of many kernels.
 std::shared_ptr<Sequential> small_net(uint64_t seed) {
   Generator gen(seed);
   return std::make_shared<Sequential>(std::vector<std::shared_ptr<UnaryModule>>{

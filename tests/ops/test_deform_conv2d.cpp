@@ -66,7 +66,7 @@ struct DeformCase {
   Shape mask() const { return {batch, offset_groups * kernel_h * kernel_w, out_h(), out_w()}; }
 };
 
-// The odd configuration: every size different, both kinds of groups, a non-square kernel, and
+// An odd configuration: every size different, both kinds of groups, a non-square kernel, and
 // stride, padding and dilation that differ between the two axes.
 DeformCase odd_case(int64_t batch) {
   return {"odd configuration batch " + std::to_string(batch), batch, 6, 2, 2, 3, 3, 2, 5, 4,

@@ -1,4 +1,4 @@
-// roi_align: the issue's hand-computed cases, the edge-case policy, float64 gradient checks of both
+// roi_align: hand-computed cases, the edge-case policy, float64 gradient checks of both
 // gradients (features and box coordinates), CUDA parity and determinism, and every validation error.
 #include <cmath>
 #include <string>
@@ -84,7 +84,7 @@ void gradcheck_case(const std::string& what, const Tensor& input, const RandomRo
 
 // ---- values ---------------------------------------------------------------------------------------------
 
-TEST_CASE("values/roi_align: arange 5x5 with roi 1 1 3 3 aligned false and true from the issue") {
+TEST_CASE("values/roi_align: hand-computed bins of roi 1 1 3 3 on arange 5x5 aligned false and true") {
   const Tensor x = arange(0, 25, 1, kFloat64).view({1, 1, 5, 5});
   const Tensor rois = rois_from({0, 1, 1, 3, 3});
   auto options = RoIAlignOptions().set_output_size(4).set_spatial_scale(1).set_sampling_ratio(0);
@@ -94,7 +94,7 @@ TEST_CASE("values/roi_align: arange 5x5 with roi 1 1 3 3 aligned false and true 
               {4.5, 5, 5.5, 6, 7, 7.5, 8, 8.5, 9.5, 10, 10.5, 11, 12, 12.5, 13, 13.5});
 }
 
-TEST_CASE("values/roi_align: 2x2 input with a clamped corner sample and its gradient from the issue") {
+TEST_CASE("values/roi_align: 2x2 input with a clamped corner sample gives the hand-computed output and gradient") {
   const Tensor x = from_vector<double>({1, 2, 3, 4}, {1, 1, 2, 2}).requires_grad_();
   const Tensor y = roi_align(x, rois_from({0, 0, 0, 1, 1}),
                              RoIAlignOptions().set_output_size(2).set_sampling_ratio(2).set_aligned(true));

@@ -92,7 +92,7 @@ TEST_CASE("values/roi_align_rotated: a quarter turn counter-clockwise and clockw
   expected[6 * 10 + 3] = 0.5, expected[6 * 10 + 4] = 1, expected[6 * 10 + 5] = 0.5;
   expected[4 * 10 + 3] = 0.5, expected[4 * 10 + 4] = 1, expected[4 * 10 + 5] = 0.5;
   check_close(x.grad().to_vector<double>(), expected, 1e-12);
-  // clockwise = true turns the other way: x = 4 - v, y = 5 + u (the seed article's formula).
+  // clockwise = true turns the other way: x = 4 - v, y = 5 + u (AerialDetection's rotated RoIAlign formula).
   check_close(roi_align_rotated(x.detach(), rois, options.set_clockwise(true)).to_vector<double>(),
               {44.5, 64.5, 43.5, 63.5}, 1e-12);
   // Two samples per bin axis average to the bin centre on a ramp: the same values.
