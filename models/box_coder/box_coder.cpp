@@ -34,12 +34,12 @@ CenterSize center_size(const Tensor& boxes) {
 
 BoxCoder::BoxCoder(std::array<double, 4> weights, double bbox_xform_clip)
     : weights_(weights), bbox_xform_clip_(bbox_xform_clip) {
-  ops::detail::check_box_coding_weights("BoxCoder", weights_);
+  check_box_coding_weights("BoxCoder", weights_);
   MINIDET_CHECK(!std::isnan(bbox_xform_clip_), "BoxCoder: bbox_xform_clip is NaN");
 }
 
 Tensor BoxCoder::encode(const Tensor& target_boxes, const Tensor& reference_boxes) const {
-  ops::detail::check_encode_args("BoxCoder::encode", target_boxes, reference_boxes);
+  check_encode_args("BoxCoder::encode", target_boxes, reference_boxes);
   if (!needs_grad(target_boxes, reference_boxes)) return encode_boxes(target_boxes, reference_boxes, weights_);
   const CenterSize g = center_size(target_boxes), p = center_size(reference_boxes);
   // The same order of operations as torchvision's encode_boxes, so float32 targets round alike.
@@ -51,7 +51,7 @@ Tensor BoxCoder::encode(const Tensor& target_boxes, const Tensor& reference_boxe
 }
 
 Tensor BoxCoder::decode(const Tensor& deltas, const Tensor& reference_boxes) const {
-  ops::detail::check_decode_args("BoxCoder::decode", deltas, reference_boxes);
+  check_decode_args("BoxCoder::decode", deltas, reference_boxes);
   if (!needs_grad(deltas, reference_boxes)) return decode_boxes(deltas, reference_boxes, weights_, bbox_xform_clip_);
   const int64_t columns = deltas.size(1);
   // Column k of each (N, K) tensor below belongs to the k-th box of every reference box; the reference's

@@ -6,7 +6,7 @@
 
 #include "core/factories.h"
 #include "models/box_coder/box_coder.h"
-#include "models/common/take_rows.h"
+#include "ops/take_rows/take_rows.h"
 #include "models/matcher/matcher.h"
 #include "models/roi_heads/roi_heads.h"
 #include "models/roi_heads/roi_inputs.h"
@@ -37,8 +37,9 @@ struct Candidates {
 };
 
 // Every image's candidates matched at once: a fixed number of kernels for any batch, where one Matcher call
-// per image is some 25 kernels each. Candidates are padded to W, the most any image has, and objects to
-// the most any image has, Mw, both with the empty box (0, 0, 0, 0), whose IoU with anything is 0:
+// per image would repeat all of the Matcher's kernels for every image. Candidates are padded to W, the most
+// any image has, and objects to the most any image has, Mw, both with the empty box (0, 0, 0, 0), whose IoU
+// with anything is 0:
 //   IoU        the (n Mw, n W) IoU of all objects with all candidates, of which image i's block (i, i) is
 //              read in place (as_strided): n^2 Mw W small products instead of n calls;
 //   Matcher    a padded object never beats a real one (ties at 0 go to the first row, a real one) and an
@@ -118,7 +119,7 @@ Slots fill_slots(const Candidates& all, const Tensor& sampled, const Tensor& pos
   // Gather boxes, matched boxes and labels of the slots at once (labels are small integers: exact as floats).
   const Tensor labels_as_boxes = all.class_labels.to(all.boxes.dtype()).unsqueeze(2);
   const Tensor table = cat({all.boxes, all.matched_boxes, labels_as_boxes}, 2);
-  const Tensor rows = detail::take_rows(table, first.indices);  // (n, K, 9)
+  const Tensor rows = take_rows(table, first.indices);  // (n, K, 9)
   out.boxes = slice(rows, 2, 0, 4);
   out.labels = where(out.valid, select(rows, 2, 8).to(kInt64), shared_scalar(0.0, index_options));
   // Regression targets on foreground rows only; the others encode the box against itself (0) and are then

@@ -23,7 +23,7 @@
 #include "core/factories.h"
 #include "models/box_coder/box_coder.h"
 #include "models/common/image_sizes.h"
-#include "models/common/take_rows.h"
+#include "ops/take_rows/take_rows.h"
 #include "ops/boxes/box_geometry.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
@@ -31,7 +31,7 @@
 #include "ops/elementwise/shared_scalar.h"
 #include "ops/elementwise/unary.h"
 #include "ops/indexing/where.h"
-#include "ops/nms/nms_kernels.h"
+#include "ops/nms/nms_mask.h"
 #include "ops/shape/cat.h"
 #include "ops/reduction/reduction.h"
 #include "ops/shape/shape.h"
@@ -92,8 +92,8 @@ Selected select_proposals(const char* op, const Tensor& objectness, const Tensor
 
   NoGradGuard no_grad;
   const ValuesIndices best = topk(objectness.detach(), top, 1);  // (N, T)
-  const Tensor top_deltas = detail::take_rows(deltas.detach(), best.indices).reshape({images * top, 4});
-  const Tensor top_anchors = detail::take_rows(anchors.detach().unsqueeze(0), best.indices.reshape({1, images * top}));
+  const Tensor top_deltas = take_rows(deltas.detach(), best.indices).reshape({images * top, 4});
+  const Tensor top_anchors = take_rows(anchors.detach().unsqueeze(0), best.indices.reshape({1, images * top}));
   const Tensor decoded = BoxCoder().decode(top_deltas, top_anchors.reshape({images * top, 4}));
   // Clipped run by run of images of one size: a batch of equal sizes (the usual case) is one clip.
   std::vector<Tensor> clipped;
@@ -113,12 +113,12 @@ Selected select_proposals(const char* op, const Tensor& objectness, const Tensor
   const Tensor nms_scores = where(valid, scores, shared_scalar(-1.0, box_options));  // after every valid row
   // One NMS per image (segment), each image's T rows a run of its own: no sync, the kept rows as a mask,
   // NMS's status stays on the device. An invalid row is a zero box (IoU 0 with anything) scored -1.
-  const ops::detail::NmsMask nms = ops::detail::segmented_nms_mask(
+  const NmsMask nms = segmented_nms_mask(
       nms_boxes.reshape({images * top, 4}), nms_scores.reshape({images * top}), images, options.nms_threshold);
   const Tensor selected = where(valid, nms.keep_mask.reshape({images, top}), valid);  // (N, T) bool
 
   const Tensor order = argsort(selected.to(kUInt8), 1, /*descending=*/true).narrow(1, 0, post);
-  return {detail::take_rows(boxes, order), sum(selected, {1}), nms.status};  // (N, P, 4), (N), (2)
+  return {take_rows(boxes, order), sum(selected, {1}), nms.status};  // (N, P, 4), (N), (2)
 }
 
 }  // namespace
@@ -137,7 +137,7 @@ std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas
   const int64_t post = s.rows.size(1);
   // The one synchronisation: per-image counts and NMS's status travel together.
   const std::vector<int64_t> counts = cat({s.counts, s.status}, 0).to_vector<int64_t>();
-  ops::detail::check_nms_status(op, {counts[images], counts[images + 1]});  // never fires: NMS sees finite rows
+  check_nms_status(op, {counts[images], counts[images + 1]});  // never fires: NMS sees finite rows
   for (int64_t n = 0; n < images; ++n)
     proposals.push_back(s.rows.select(0, n).narrow(0, 0, std::min(counts[n], post)));
   return proposals;

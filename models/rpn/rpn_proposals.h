@@ -21,7 +21,7 @@
 // Host synchronisations on CUDA per call, whatever the batch size: 1 device-to-host copy, of the N per-image
 // proposal counts, from which the host cuts each image's slice of a (N, P, 4) table (the output is a
 // std::vector of per-image tensors, so their sizes must reach the host). NMS returns its kept rows as a
-// device mask (ops/nms/nms_kernels.h's batched_nms_mask), and its status rides on the same copy.
+// device mask (ops/nms/nms_mask.h), and its status rides on the same copy.
 // No host-to-device copy (image sizes enter as kernel scalars). N = 0, K = 0: no device work at all.
 #pragma once
 

@@ -5,8 +5,8 @@
 //   encode_boxes(G (..., 4), P (..., 4), weights)          -> (..., 4)    dx, dy, dw, dh per box pair
 //   decode_boxes(d (N, 4K), P (N, 4), weights, clip)       -> (N, 4K)     K boxes per reference box
 //
-// Why: written as tensor ops, encode is about 25 elementwise kernels (centres, sizes, the four deltas, a
-// stack) and decode about 25 more. A training step encodes twice (anchors, sampled RoIs) and decodes once
+// Why: written as tensor ops, encode is a long chain of small elementwise kernels (centres, sizes, the four
+// deltas, a stack) and decode another. A training step encodes twice (anchors, sampled RoIs) and decodes once
 // (proposals); one thread per box does the same arithmetic in one pass.
 //
 // Same numbers as the composed form: the same operations in the same order, each exactly rounded (never
@@ -31,13 +31,12 @@ Tensor encode_boxes(const Tensor& target_boxes, const Tensor& reference_boxes, c
 Tensor decode_boxes(const Tensor& deltas, const Tensor& reference_boxes, const std::array<double, 4>& weights,
                     double clip);
 
-namespace ops::detail {
-// The argument checks that encode_boxes, decode_boxes and BoxCoder share (errors name `op`): boxes of shape
-// (..., 4) alike (encode); deltas (N, 4K) against reference boxes (N, 4) (decode); one dtype and device;
-// finite positive weights.
+// The argument checks of encode_boxes and decode_boxes, public so that the differentiable BoxCoder
+// (models/box_coder) refuses exactly what these refuse (errors name `op`): boxes of shape (..., 4) alike
+// (encode); deltas (N, 4K) against reference boxes (N, 4) (decode); one dtype and device; finite positive
+// weights.
 void check_encode_args(const char* op, const Tensor& target_boxes, const Tensor& reference_boxes);
 void check_decode_args(const char* op, const Tensor& deltas, const Tensor& reference_boxes);
 void check_box_coding_weights(const char* op, const std::array<double, 4>& weights);
-}  // namespace ops::detail
 
 }  // namespace minidet

@@ -11,6 +11,7 @@
 #include "core/factories.h"
 #include "ops/common/checks.h"
 #include "ops/nms/nms_kernels.h"
+#include "ops/nms/nms_mask.h"
 #include "ops/sort/sort_kernels.h"
 
 namespace minidet {
@@ -94,8 +95,6 @@ Tensor batched_nms(const Tensor& boxes, const Tensor& scores, const Tensor& clas
   return run_nms("batched_nms", boxes, scores, class_ids, iou_threshold, offset);
 }
 
-namespace ops::detail {
-
 NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids, double iou_threshold) {
   const char* op = "batched_nms_mask";
   check_nms_inputs(op, boxes, scores, iou_threshold, 0);
@@ -104,16 +103,16 @@ NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor
   const int64_t n = boxes.size(0);
   if (n > 0 && boxes.is_cuda()) {
 #if MINIDET_WITH_CUDA
-    return nms_mask_cuda(op, sorted_args(boxes, scores, class_ids, iou_threshold, 0));  // makes its own outputs
+    return ops::detail::nms_mask_cuda(op, sorted_args(boxes, scores, class_ids, iou_threshold, 0));  // makes its own outputs
 #endif
   }
   NmsMask result;
   result.keep_mask = zeros({n}, TensorOptions(kBool, boxes.device()));
   result.status = zeros({2}, TensorOptions(kInt64, boxes.device()));
   if (n == 0) return result;
-  const NmsArgs args = sorted_args(boxes, scores, class_ids, iou_threshold, 0);
+  const ops::detail::NmsArgs args = sorted_args(boxes, scores, class_ids, iou_threshold, 0);
   // The CPU: the list (a bad value throws here), scattered into the mask; no synchronisation to save.
-  const std::vector<int64_t> keep = nms_cpu(op, args).to_vector<int64_t>();
+  const std::vector<int64_t> keep = ops::detail::nms_cpu(op, args).to_vector<int64_t>();
   bool* mask = result.keep_mask.data<bool>();
   for (int64_t i : keep) mask[i] = true;
   result.status.data<int64_t>()[0] = static_cast<int64_t>(keep.size());
@@ -130,7 +129,7 @@ NmsMask segmented_nms_mask(const Tensor& boxes, const Tensor& scores, int64_t se
   const int64_t length = n / segments;
   if (n > 0 && boxes.is_cuda()) {
 #if MINIDET_WITH_CUDA
-    NmsArgs args;
+    ops::detail::NmsArgs args;
     args.boxes = boxes.contiguous();
     args.scores = scores.contiguous();
     args.iou_threshold = iou_threshold;
@@ -138,8 +137,8 @@ NmsMask segmented_nms_mask(const Tensor& boxes, const Tensor& scores, int64_t se
     // Each segment's scores, highest first, equal scores in input order: indices within the segment.
     const Tensor sorted_scores = empty({n}, scores.options());
     args.order = empty({n}, TensorOptions(kInt64, boxes.device()));
-    sort_rows(args.scores, row_layout({segments, length}, 1), /*descending=*/true, sorted_scores, args.order);
-    return nms_mask_cuda(op, args);
+    ops::detail::sort_rows(args.scores, ops::row_layout({segments, length}, 1), /*descending=*/true, sorted_scores, args.order);
+    return ops::detail::nms_mask_cuda(op, args);
 #endif
   }
   // The CPU (and N = 0): batched NMS with the segment as the class, which is what the definition says.
@@ -153,7 +152,5 @@ void check_nms_status(const char* op, const std::vector<int64_t>& status) {
   MINIDET_CHECK(!(status[1] & kNmsBadBoxFlag), op, ": boxes contain NaN or Inf; expected finite coordinates");
   MINIDET_CHECK(!(status[1] & kNmsBadScoreFlag), op, ": scores contain NaN or Inf; expected finite scores");
 }
-
-}  // namespace ops::detail
 
 }  // namespace minidet

@@ -8,6 +8,7 @@
 #include "core/macros.h"
 #include "core/tensor.h"
 #include "ops/boxes/box_math.h"
+#include "ops/nms/nms_mask.h"
 
 namespace minidet::ops::detail {
 
@@ -41,26 +42,7 @@ Tensor nms_cpu(const char* op, const NmsArgs& args);
 Tensor nms_cuda(const char* op, const NmsArgs& args);
 #endif
 
-// The same greedy pass with the kept rows as a mask over the input rows, and NO host synchronisation: for a
-// caller that copies something to the host later anyway and can carry NMS's status in that copy
-// (rpn_proposals). keep_mask (N) bool: true at each kept input row. status (2) int64 on the boxes' device:
-// (kept count, bad-input flags); the caller reads it and passes it to check_nms_status, which throws what
-// nms would have thrown. On the CPU a bad input throws at once and the flags are 0.
-constexpr int64_t kNmsBadBoxFlag = 1, kNmsBadScoreFlag = 2;
-struct NmsMask {
-  Tensor keep_mask;
-  Tensor status;
-};
-// boxes (N, 4) floating, scores (N) and class_ids (N) int64 as batched_nms takes them (shapes, dtypes and
-// devices are checked here; the values by the kernels, reported through status).
-NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids, double iou_threshold);
-// The same as batched_nms_mask with class_ids[i] = i / (N / segments): NMS within each of `segments` equal runs
-// of consecutive rows (a detector's images), which never suppress each other. On CUDA each segment's greedy
-// pass runs in its own thread block, side by side, instead of one block walking all N rows, and the mask
-// holds only each segment's own tiles: the RPN's NMS over 8 images x 1,000 rows is 8 passes of 16 row
-// blocks instead of one of 125. N must be a multiple of segments.
-NmsMask segmented_nms_mask(const Tensor& boxes, const Tensor& scores, int64_t segments, double iou_threshold);
-void check_nms_status(const char* op, const std::vector<int64_t>& status);
+// The mask form (nms_mask.h) on CUDA: args as nms_kernel's, or segmented (args.segments > 1).
 #if MINIDET_WITH_CUDA
 NmsMask nms_mask_cuda(const char* op, const NmsArgs& args);
 #endif

@@ -7,7 +7,7 @@
 #include "core/factories.h"
 #include "core/transfer_counts.h"
 #include "ops/nms/nms.h"
-#include "ops/nms/nms_kernels.h"
+#include "ops/nms/nms_mask.h"
 #include "ops/elementwise/compare.h"
 #include "ops/indexing/index_select.h"
 #include "ops/indexing/where.h"
@@ -191,17 +191,17 @@ TEST_CASE("values/batched_nms_mask: marks exactly batched_nms's rows and counts 
   for (int64_t n : {0, 1, 64, 200}) {
     const BoxSet set = random_set(n, 100, n == 200, true, 31 + n, 3);
     CAPTURE(n);
-    const ops::detail::NmsMask m = ops::detail::batched_nms_mask(set.boxes, set.scores, set.classes, 0.5);
+    const NmsMask m = batched_nms_mask(set.boxes, set.scores, set.classes, 0.5);
     const Longs expected = sorted(kept(batched_nms(set.boxes, set.scores, set.classes, 0.5)));
     CHECK(m.keep_mask.sizes() == Shape{n});
     CHECK(marked(m.keep_mask) == expected);
     CHECK(m.status.to_vector<int64_t>() == Longs{static_cast<int64_t>(expected.size()), 0});
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  CHECK_THROWS_CONTAINING(ops::detail::batched_nms_mask(boxes_of({0, 0, 1, nan}), scores_of({0.5}),
+  CHECK_THROWS_CONTAINING(batched_nms_mask(boxes_of({0, 0, 1, nan}), scores_of({0.5}),
                                                         from_vector<int64_t>({0}), 0.5),
                           "batched_nms_mask: boxes contain nan at box 0");
-  CHECK_THROWS_CONTAINING(ops::detail::check_nms_status("rpn", {3, ops::detail::kNmsBadScoreFlag}),
+  CHECK_THROWS_CONTAINING(check_nms_status("rpn", {3, kNmsBadScoreFlag}),
                           "rpn: scores contain NaN or Inf");
 }
 
@@ -310,15 +310,15 @@ TEST_CASE("values/segmented_nms_mask: batched NMS with each run of rows as its c
     const BoxSet set = random_set(n, 60, true, true, 7 + n);
     std::vector<int64_t> segment_of;
     for (int64_t i = 0; i < n; ++i) segment_of.push_back(i / length);
-    const ops::detail::NmsMask m = ops::detail::segmented_nms_mask(set.boxes, set.scores, segments, 0.5);
+    const NmsMask m = segmented_nms_mask(set.boxes, set.scores, segments, 0.5);
     const Longs expected = sorted(kept(batched_nms(set.boxes, set.scores, from_vector<int64_t>(segment_of), 0.5)));
     CHECK(marked(m.keep_mask) == expected);
     CHECK(m.status.to_vector<int64_t>() == Longs{static_cast<int64_t>(expected.size()), 0});
   }
-  CHECK_THROWS_CONTAINING(ops::detail::segmented_nms_mask(boxes_of({0, 0, 1, 1, 0, 0, 2, 2, 1, 1, 3, 3}),
+  CHECK_THROWS_CONTAINING(segmented_nms_mask(boxes_of({0, 0, 1, 1, 0, 0, 2, 2, 1, 1, 3, 3}),
                                                           scores_of({0.5, 0.4, 0.3}), 2, 0.5),
                           "segmented_nms_mask: expected a number of segments >= 1 that divides the 3 boxes, got 2");
-  CHECK_THROWS_CONTAINING(ops::detail::segmented_nms_mask(boxes_of({0, 0, 1, 1}), scores_of({0.5}), 0, 0.5),
+  CHECK_THROWS_CONTAINING(segmented_nms_mask(boxes_of({0, 0, 1, 1}), scores_of({0.5}), 0, 0.5),
                           "divides the 1 boxes, got 0");
 }
 
@@ -339,9 +339,9 @@ MINIDET_CUDA_TEST_CASE("cuda/segmented_nms_mask: one thread block per segment ke
       set.scores = where(invalid, full({n}, -1.0), set.scores);
     }
     const TransferCounts before = transfer_counts();
-    const ops::detail::NmsMask gpu = ops::detail::segmented_nms_mask(set.boxes.cuda(), set.scores.cuda(), segments, 0.7);
+    const NmsMask gpu = segmented_nms_mask(set.boxes.cuda(), set.scores.cuda(), segments, 0.7);
     CHECK((transfer_counts() - before).device_to_host == 0);
-    const ops::detail::NmsMask cpu = ops::detail::segmented_nms_mask(set.boxes, set.scores, segments, 0.7);
+    const NmsMask cpu = segmented_nms_mask(set.boxes, set.scores, segments, 0.7);
     CHECK(marked(gpu.keep_mask) == marked(cpu.keep_mask));
     CHECK(gpu.status.to_vector<int64_t>() == cpu.status.to_vector<int64_t>());
   }
@@ -353,16 +353,16 @@ MINIDET_CUDA_TEST_CASE("cuda/batched_nms_mask: the CPU's mask with no device-to-
     CAPTURE(n);
     const Tensor boxes = set.boxes.cuda(), scores = set.scores.cuda(), classes = set.classes.cuda();
     const TransferCounts before = transfer_counts();
-    const ops::detail::NmsMask gpu = ops::detail::batched_nms_mask(boxes, scores, classes, 0.6);
+    const NmsMask gpu = batched_nms_mask(boxes, scores, classes, 0.6);
     CHECK((transfer_counts() - before).device_to_host == 0);
-    const ops::detail::NmsMask cpu = ops::detail::batched_nms_mask(set.boxes, set.scores, set.classes, 0.6);
+    const NmsMask cpu = batched_nms_mask(set.boxes, set.scores, set.classes, 0.6);
     CHECK(marked(gpu.keep_mask) == marked(cpu.keep_mask));
     CHECK(gpu.status.to_vector<int64_t>() == cpu.status.to_vector<int64_t>());
   }
   const double inf = std::numeric_limits<double>::infinity();
-  const ops::detail::NmsMask bad = ops::detail::batched_nms_mask(
+  const NmsMask bad = batched_nms_mask(
       boxes_of({0, 0, 1, inf, 2, 2, 3, 3}).cuda(), scores_of({0.5, 0.6}).cuda(), from_vector<int64_t>({0, 0}).cuda(), 0.5);
-  CHECK_THROWS_CONTAINING(ops::detail::check_nms_status("rpn", bad.status.to_vector<int64_t>()),
+  CHECK_THROWS_CONTAINING(check_nms_status("rpn", bad.status.to_vector<int64_t>()),
                           "rpn: boxes contain NaN or Inf");
 }
 
