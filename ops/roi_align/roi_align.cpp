@@ -55,12 +55,9 @@ RoiAlignGrads roi_align_backward_raw(const Tensor& grad_any, const Tensor& input
   if (need_rois) grads.rois = empty({g.rois, 5}, options);
   if (options.device.is_cuda()) {
 #if MINIDET_WITH_CUDA
-    if (need_input) {
-      if (DeterministicMode::is_enabled())
-        ops::detail::roi_align_backward_input_sorted_cuda(grad_output, rois, argmax, grads.input, g);
-      else
-        ops::detail::roi_align_backward_input_cuda(grad_output, rois, argmax, grads.input, g);
-    }
+    if (need_input)
+      ops::detail::roi_align_backward_input_cuda(grad_output, rois, argmax, grads.input, g,
+                                                 DeterministicMode::is_enabled());
     if (need_rois)
       ops::detail::roi_align_backward_rois_cuda(grad_output, input_any.contiguous(), rois, argmax, grads.rois, g);
 #endif

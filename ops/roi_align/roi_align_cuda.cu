@@ -262,7 +262,11 @@ void roi_align_forward_cuda(const Tensor& input, const Tensor& rois, const Tenso
 }
 
 void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
-                                   const Tensor& grad_input, const RoiAlignGeometry& g) {
+                                   const Tensor& grad_input, const RoiAlignGeometry& g, bool deterministic) {
+  if (deterministic) {
+    roi_align_backward_input_sorted_cuda(grad_output, rois, argmax, grad_input, g);
+    return;
+  }
   cuda::DeviceGuard guard(grad_input.device());
   if (grad_input.numel() == 0) return;
   if (grad_output.numel() == 0) {
