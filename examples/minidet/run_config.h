@@ -9,7 +9,8 @@
 //     "classes":  [ "square", "circle", "triangle" ], "category_ids": [1, 2, 3] }   (derived from the data)
 //
 // Overrides use the same dotted names: --set schedule.steps=300 --set detector.rpn.train.post_nms_top_n=500.
-// A key nobody knows is refused by its full name, so a typo never silently trains the default.
+// A key nobody knows is refused by its full name, so a typo never silently trains the default. Reading,
+// writing and --set all walk one list of the keys (core/config_visitor.h).
 #pragma once
 
 #include <string>
@@ -21,8 +22,8 @@
 namespace minidet::cli {
 
 // The optimisation schedule. 750 steps is the shortest of the schedules tried at which every seed's held-out
-// mAP@0.5 passes 0.95, minidet's and torchvision's alike (docs/parity.md#the-schedule); on a 2-core CPU it
-// trains in about 7 minutes (docs/detector.md).
+// mAP@0.5 passes 0.95, minidet's and torchvision's alike (docs/parity.md#the-schedule); docs/detector.md
+// gives its training time on a CPU and a GPU.
 struct Schedule {
   int64_t steps = 750;
   int64_t batch = 8;

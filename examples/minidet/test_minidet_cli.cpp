@@ -363,6 +363,10 @@ TEST_CASE("errors/minidet: bad arguments, files and data give one clear line and
        "config: unknown key 'schedule.stepz' (known keys: steps, batch, lr, weight_decay, warmup, min_lr_factor, "
        "eval_every, log_every, flip_probability, seed, detection_images, cuda_graphs)"},
       {"train --set steps=3", "--set steps: name a section (schedule., data. or detector.), e.g. schedule.steps=300"},
+      {"train --set detector.rpn.train.post_nms_topn=500",
+       "config: unknown key 'detector.rpn.train.post_nms_topn' (known keys: min_size, nms_threshold, post_nms_top_n, "
+       "pre_nms_top_n, score_threshold)"},
+      {"train --set detector.num_classes=2.5", "config: detector.num_classes must be an integer, got 2.5"},
       {"train --set schedule.steps=0", "config: schedule.steps must be at least 1, got 0"},
       {"train --config tiny.json --out run",
        "run folder 'run' already holds a run: continue it with --resume run or choose another --out"},

@@ -9,8 +9,9 @@
 // heads' in_channels and feature_stride (from the backbone), roi_heads.num_classes (from num_classes).
 //
 // JSON: one object with the keys below, every key optional (a missing key keeps its default). A key the
-// config does not know is refused by its dotted name ("rpn.anchor_size: unknown key"), and so is a value of
-// the wrong type, so a typo never silently trains the default:
+// config does not know is refused by its dotted name ("unknown key 'rpn.anchor_size'"), and so is a value of
+// the wrong type, so a typo never silently trains the default. visit_keys lists the keys once for the shared
+// reader, writer and --set of core/config_visitor.h:
 //   { "num_classes": 3, "box_tolerance": 0.5,
 //     "backbone":  { "in_channels", "stem_channels", "widths", "blocks", "strides",
 //                    "norm": "batch_norm" | "frozen_batch_norm", "deformable_last_stage", "modulated_deformable" },
@@ -21,11 +22,12 @@
 //     "roi_heads": { "pooled_size", "sampling_ratio", "aligned", "representation_size", "fg_iou_threshold",
 //                    "bg_iou_threshold", "batch_size_per_image", "positive_fraction", "box_coder_weights",
 //                    "smooth_l1_beta", "score_threshold", "nms_threshold", "min_size", "detections_per_image" } }
-// to_json() writes every key, so a run folder's config.json shows the whole model.
+// to_json() writes every key (in alphabetical order), so a run folder's config.json shows the whole model.
 #pragma once
 
 #include <string>
 
+#include "core/config_visitor.h"
 #include "models/backbone/backbone.h"
 #include "models/roi_heads/roi_heads.h"
 #include "models/rpn/rpn.h"
@@ -52,6 +54,10 @@ struct DetectorConfig {
   // Applies one override, "rpn.train.post_nms_top_n=500" style: the dotted key and a JSON value (a bare word
   // is read as a string, so norm=frozen_batch_norm works). Unknown keys are refused by name.
   void set(const std::string& assignment);
+
+  // Calls v once for every key of the JSON form: the one list that to_json, from_json, load and set walk,
+  // and that the minidet program's RunConfig nests under "detector".
+  void visit_keys(ConfigVisitor& v);
 
   static DetectorConfig load(const std::string& path);
   void save(const std::string& path) const;  // written to path + ".tmp", then renamed
