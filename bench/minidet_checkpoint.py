@@ -44,7 +44,9 @@ def numel(shape):
 
 
 def read_checkpoint(path):
-    """{name: Entry} in file order. Refuses what load_checkpoint refuses, naming the file and the problem."""
+    """{name: Entry} in file order. Refuses what load_checkpoint refuses, naming the file and the problem,
+    except NaN or Inf values, which it reads as they are (as NonFiniteValues::kAllow does), so that the
+    weights of a diverged run can be looked at."""
     with open(path, "rb") as f:
         blob = f.read()
 

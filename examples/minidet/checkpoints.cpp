@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -40,8 +41,10 @@ std::unique_ptr<models::FasterRCNN> load_model(const RunCheckpoint& checkpoint, 
   try {
     nn::restore_training_state(checkpoint.checkpoint, *model, nullptr, nullptr, nullptr);
   } catch (const Error& e) {
-    // The config rebuilt a model whose parameters do not fit the weights: the file was edited or mixed up.
-    MINIDET_FAIL("checkpoint '", checkpoint.path, "' does not match its own config (", e.message(), ")");
+    // The config rebuilt a model whose parameters do not fit the weights, or the counters are impossible: the
+    // file was edited or mixed up.
+    MINIDET_FAIL("checkpoint '", checkpoint.path, "' cannot be loaded into the model of its own config (",
+                 e.message(), ")");
   }
   model->to(device);
   model->eval();
@@ -57,6 +60,11 @@ Device pick_device(const std::string& name) {
 }
 
 void set_threads(int threads, int ranks_on_this_machine) {
+  // OpenMP starts every thread asked for, each with its own stack: tens of thousands of them exhaust the
+  // process's limits and crash the runtime, and past one per core they only take turns.
+  constexpr int kMaxThreads = 1024;
+  MINIDET_CHECK(threads <= kMaxThreads, "--threads ", threads, " is more than ", kMaxThreads, " (this machine has ",
+                std::thread::hardware_concurrency(), " cores; 0 uses them all)");
 #ifdef _OPENMP
   if (threads == 0 && ranks_on_this_machine > 1) threads = std::max(1, omp_get_num_procs() / ranks_on_this_machine);
   if (threads > 0) omp_set_num_threads(threads);

@@ -3,6 +3,12 @@
 // scaled first so its longer side is --resize pixels, the scale the model was trained at; boxes are mapped
 // back to the file's pixels. Writes <out>/<name>.png with boxes, class names and scores, and
 // <out>/detections.json in the COCO results format (image ids 1..N in argument order).
+//
+// Bad input ends in one line before the work it would spoil: --out that cannot be a folder, a threshold that
+// is not a number in [0, 1], and an image (as read, or as --resize would make it) whose forward pass cannot fit
+// in this machine's memory (inference_memory.h), rather than std::bad_alloc halfway through.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,34 +21,59 @@
 #include "data/transforms/transforms.h"
 #include "examples/minidet/checkpoints.h"
 #include "examples/minidet/commands.h"
+#include "examples/minidet/inference_memory.h"
 
 namespace minidet::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+void make_output_folder(const std::string& out) {
+  MINIDET_CHECK(!out.empty(), "--out: give a folder for the pictures and detections.json");
+  MINIDET_CHECK(!fs::exists(out) || fs::is_directory(out), "--out ", out, " is a file, not a folder");
+  std::error_code error;
+  fs::create_directories(out, error);
+  MINIDET_CHECK(!error, "--out ", out, ": cannot create the folder (", error.message(), ")");
+}
+
+// The size the model sees: the file's, or --resize's with the longer side `resize` (in doubles, so that a huge
+// --resize is measured, and refused, before it can overflow an integer).
+std::array<double, 2> model_size(const data::Image& image, int64_t resize) {
+  if (resize == 0) return {static_cast<double>(image.height), static_cast<double>(image.width)};
+  const double scale = static_cast<double>(resize) / static_cast<double>(std::max(image.width, image.height));
+  return {std::max(1.0, std::round(image.height * scale)), std::max(1.0, std::round(image.width * scale))};
+}
+
+}  // namespace
+
 int run_detect(const DetectArgs& args) {
   set_threads(args.threads);
   MINIDET_CHECK(!args.images.empty(), "detect: give at least one image");
   MINIDET_CHECK(args.resize >= 0, "--resize must be >= 0, got ", args.resize);
+  MINIDET_CHECK(args.score_threshold >= 0 && args.score_threshold <= 1, "--score-threshold must be in [0, 1], got ",
+                args.score_threshold);  // CLI11's range check lets NaN through
   for (const std::string& path : args.images) MINIDET_CHECK(fs::is_regular_file(path), "no image file '", path, "'");
   const Device device = pick_device(args.device);
   const RunCheckpoint checkpoint = load_run_checkpoint(checkpoint_path(args.checkpoint, true));
   const RunConfig& config = checkpoint.config;
   std::unique_ptr<models::FasterRCNN> model = load_model(checkpoint, device);
-  fs::create_directories(args.out);
+  make_output_folder(args.out);
 
   NoGradGuard no_grad;
   std::vector<data::Detection> all;
   for (size_t i = 0; i < args.images.size(); ++i) {
     const int64_t image_id = static_cast<int64_t>(i) + 1;
     const data::Image image = data::read_image(args.images[i]);
+    const auto [height, width] = model_size(image, args.resize);
+    char size[64];
+    std::snprintf(size, sizeof size, "%.0f x %.0f pixels", width, height);
+    check_inference_memory(model->config().backbone, device, 1, height, width,
+                           "detect: " + args.images[i] + (args.resize > 0 ? " resized to " : " at ") + size,
+                           args.resize > 0 ? "use a smaller --resize" : "scale it down with --resize");
     data::Sample sample{image, {}, {}, image_id};
-    double scale = 1;
-    if (args.resize > 0) {
-      scale = static_cast<double>(args.resize) / std::max(image.width, image.height);
-      sample = data::resize(std::move(sample), std::max<int64_t>(1, std::lround(image.width * scale)),
-                            std::max<int64_t>(1, std::lround(image.height * scale)));
-    }
+    if (args.resize > 0)
+      sample = data::resize(std::move(sample), static_cast<int64_t>(width), static_cast<int64_t>(height));
     const Tensor input = data::image_to_tensor(sample.image).view({1, 3, sample.image.height, sample.image.width});
     const models::Detections found = model->forward_infer(input.to(device)).at(0);
     const std::vector<float> boxes = found.boxes.to(Device::cpu()).to(kFloat32).to_vector<float>();
@@ -51,7 +82,7 @@ int run_detect(const DetectArgs& args) {
     data::LabelledBoxes drawn;
     for (size_t d = 0; d < scores.size(); ++d) {
       if (scores[d] < args.score_threshold) continue;
-      // Boxes back to the file's pixels: the resize scaled both axes by (almost exactly) `scale`.
+      // Boxes back to the file's pixels: the resize scaled both axes by (almost exactly) the same factor.
       const double sx = static_cast<double>(image.width) / sample.image.width;
       const double sy = static_cast<double>(image.height) / sample.image.height;
       const data::Box box{boxes[4 * d] * sx, boxes[4 * d + 1] * sy, boxes[4 * d + 2] * sx, boxes[4 * d + 3] * sy};

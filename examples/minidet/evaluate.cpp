@@ -2,7 +2,12 @@
 // validation data (the run's own by default: the synthetic held-out split, or its COCO validation files)
 // and prints the VOC table and the COCO summary; the detections go to a COCO results file that
 // examples/evaluate or pycocotools can score again.
+//
+// What would fail late fails first, in one line: an --out that cannot be written, and a --batch whose forward
+// pass cannot fit in this machine's memory (inference_memory.h; batches are padded to their largest image).
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/error.h"
 #include "data/coco/coco_format.h"
@@ -10,8 +15,42 @@
 #include "examples/minidet/commands.h"
 #include "examples/minidet/datasets.h"
 #include "examples/minidet/evaluation.h"
+#include "examples/minidet/inference_memory.h"
 
 namespace minidet::cli {
+
+namespace {
+
+// The largest batch predict() will build: `batch` images at a time in dataset order, each padded to its
+// batch's largest height and width (data/loader/loader.h), measured from the annotations alone.
+void check_batches_fit(const models::BackboneOptions& backbone, Device device, const data::Dataset& val,
+                       int64_t batch) {
+  struct Shape {
+    double images = 0, height = 0, width = 0, bytes = -1;
+  } worst;
+  for (int64_t first = 0; first < val.size(); first += batch) {
+    Shape shape;
+    shape.images = static_cast<double>(std::min(batch, val.size() - first));
+    for (int64_t i = first; i < first + static_cast<int64_t>(shape.images); ++i) {
+      const data::Target target = val.target(i);
+      shape.height = std::max(shape.height, static_cast<double>(target.height));
+      shape.width = std::max(shape.width, static_cast<double>(target.width));
+    }
+    shape.bytes = inference_bytes(backbone, device, shape.images, shape.height, shape.width);
+    if (shape.bytes > worst.bytes) worst = shape;
+  }
+  if (worst.bytes < 0) return;
+  char what[128];
+  if (worst.images > 1)
+    std::snprintf(what, sizeof what, "eval: a batch of %.0f images of %.0f x %.0f pixels", worst.images, worst.width,
+                  worst.height);
+  else
+    std::snprintf(what, sizeof what, "eval: an image of %.0f x %.0f pixels", worst.width, worst.height);
+  check_inference_memory(backbone, device, worst.images, worst.height, worst.width, what,
+                         worst.images > 1 ? "use a smaller --batch" : "scale the validation images down");
+}
+
+}  // namespace
 
 int run_eval(const EvalArgs& args) {
   set_threads(args.threads);
@@ -26,10 +65,15 @@ int run_eval(const EvalArgs& args) {
   } else {
     val = std::move(open_datasets(checkpoint.config, false).val);
   }
+  const std::string results = args.out.empty() ? checkpoint.path + ".results.json" : args.out;
+  namespace fs = std::filesystem;
+  MINIDET_CHECK(!fs::is_directory(results), "--out ", results, " is a folder: give the results file's name");
+  const fs::path folder = fs::path(results).parent_path();
+  MINIDET_CHECK(folder.empty() || fs::is_directory(folder), "--out ", results, ": no folder ", folder.string());
   const int64_t batch = args.batch > 0 ? args.batch : checkpoint.config.schedule.batch;
+  check_batches_fit(model->config().backbone, device, *val, batch);
   const std::vector<data::Detection> detections = predict(*model, *val, batch);
   const Scores scores = score(*val, detections);
-  const std::string results = args.out.empty() ? checkpoint.path + ".results.json" : args.out;
   data::write_coco_results(detections, results);
   std::printf("%s on %lld images (%s)\n%s\nmAP@0.5 %.4f  COCO AP@[0.5:0.95] %.4f\ndetections   %s\n",
               checkpoint.path.c_str(), static_cast<long long>(val->size()),

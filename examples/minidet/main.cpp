@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include "core/error.h"
@@ -136,6 +137,9 @@ int main(int argc, char** argv) {
     return cli::run_detect(detect);
   } catch (const Error& e) {
     report(e.message());
+  } catch (const std::bad_alloc&) {
+    // What the up-front checks (inference_memory.h) could not foresee, e.g. an image file of enormous size.
+    report("out of memory (std::bad_alloc): the data, batch or model is too large for this machine");
   } catch (const std::exception& e) {
     report(e.what());
   }

@@ -127,8 +127,13 @@ void build(Run& run, const TrainArgs& args) {
 // Restores the checkpoint and replays the data order up to its step. Returns the step to continue after.
 int64_t restore(Run& run) {
   const RunCheckpoint& checkpoint = *run.setup.resume;
-  const nn::TrainingProgress progress = nn::restore_training_state(
-      checkpoint.checkpoint, *run.model, run.optimizer.get(), run.scheduler.get(), run.generator.get());
+  nn::TrainingProgress progress;
+  try {
+    progress = nn::restore_training_state(checkpoint.checkpoint, *run.model, run.optimizer.get(),
+                                          run.scheduler.get(), run.generator.get());
+  } catch (const Error& e) {
+    MINIDET_FAIL("checkpoint '", checkpoint.path, "' cannot be resumed (", e.message(), ")");
+  }
   run.best_map50 = checkpoint.best_map50;
   run.loader->start_epoch(progress.epoch);
   // Batches are drawn lazily (a new epoch starts when the previous one runs dry), so after `step` steps the

@@ -14,12 +14,14 @@
 // An invalid row cannot touch a valid one in NMS: a zero box has IoU 0 with anything, and its score -1 sorts it
 // after every valid row. Zeroing it also keeps NaN (from NaN objectness or deltas) out of NMS, which would
 // refuse it: such a row simply is not a proposal, as remove_small_boxes drops NaN boxes. So each image's
-// segment gives exactly NMS over the image's own valid rows.
+// segment gives exactly NMS over the image's own valid rows. In anomaly mode (autograd/anomaly.h) such NaN
+// rows are an error instead, naming how many there are.
 #include "models/rpn/rpn_proposals.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/anomaly.h"
 #include "core/factories.h"
 #include "models/box_coder/box_coder.h"
 #include "models/common/image_sizes.h"
@@ -74,6 +76,24 @@ void check_proposal_options(const char* op, const ProposalOptions& o) {
 
 namespace {
 
+// Anomaly mode only: rows whose objectness or box is NaN are dropped without a word (see the top), which hides
+// a diverging RPN. Here the host reads every candidate row (one device-to-host copy, which the normal path never
+// makes) and fails naming how many scores and boxes are NaN.
+void check_no_nan_rows(const char* op, const Tensor& logits, const Tensor& boxes) {
+  const int64_t images = logits.size(0), top = logits.size(1);
+  const std::vector<double> rows = cat({logits.unsqueeze(2), boxes}, 2).to_vector<double>();  // (N, T, 5)
+  int64_t nan_scores = 0, nan_boxes = 0;
+  for (size_t r = 0; r < rows.size(); r += 5) {
+    nan_scores += std::isnan(rows[r]);
+    const auto box = rows.begin() + static_cast<std::ptrdiff_t>(r) + 1;
+    nan_boxes += std::any_of(box, box + 4, [](double v) { return std::isnan(v); });
+  }
+  MINIDET_CHECK(nan_scores == 0 && nan_boxes == 0, "anomaly: ", op, ": of the ", images * top,
+                " candidate rows (the top ", top, " of each of ", images, " images), ", nan_scores,
+                " have a NaN objectness score and ", nan_boxes,
+                " a NaN box; outside anomaly mode they are dropped as if they were not proposals");
+}
+
 // Everything up to the counts, on the device: (N, P, 4) rows in selection order, the per-image counts of
 // selected rows (N), and NMS's status. images == 0 or top == 0: undefined tensors.
 struct Selected {
@@ -104,6 +124,7 @@ Selected select_proposals(const char* op, const Tensor& objectness, const Tensor
     clipped.push_back(clip_boxes_to_image(decoded.narrow(0, first * top, (last - first) * top), height, width));
   }
   const Tensor boxes = (clipped.size() == 1 ? clipped[0] : cat(clipped, 0)).view({images, top, 4});  // (N, T, 4)
+  if (autograd::AnomalyMode::is_enabled()) check_no_nan_rows(op, best.values, boxes);
   const Tensor scores = sigmoid(best.values);
   const Tensor sides = sub(boxes.narrow(2, 2, 2), boxes.narrow(2, 0, 2));  // (N, T, 2): widths, heights
   const Tensor big = ge(minimum(sides.select(2, 0), sides.select(2, 1)), options.min_size);

@@ -12,7 +12,9 @@
 // from its own losses only).
 //
 // Ties keep input order everywhere (topk and NMS sort stably). A box with a NaN coordinate or score fails
-// both tests above and is dropped, as remove_small_boxes drops it.
+// both tests above and is dropped, as remove_small_boxes drops it. In anomaly mode (autograd/anomaly.h, minidet
+// train --detect-anomaly) such rows are an error that says how many scores and boxes are NaN, at the cost of
+// one more device-to-host copy per call; outside anomaly mode nothing is counted.
 //
 // Device work: every step runs for the whole batch at once on fixed-size (N, T) tables, T = min(pre_nms_top_n,
 // K), with masks instead of data-dependent shapes, and one segmented NMS call, a segment per image (how:

@@ -1,6 +1,7 @@
 // Checkpoint entries and the training state they carry.
 #include "nn/checkpoint/checkpoint.h"
 
+#include <cmath>
 #include <set>
 
 #include "core/factories.h"
@@ -82,6 +83,8 @@ TrainingProgress restore_training_state(const Checkpoint& c, Module& model, Opti
                   "' matches nothing in the model");
   const int64_t step = scalar_entry(c, "progress.step", kInt64).item<int64_t>();
   const int64_t epoch = scalar_entry(c, "progress.epoch", kInt64).item<int64_t>();
+  MINIDET_CHECK(step >= 0, "checkpoint: progress.step is negative (", step, ")");
+  MINIDET_CHECK(epoch >= 0, "checkpoint: progress.epoch is negative (", epoch, ")");
   int64_t scheduler_step = 0;
   if (scheduler) {
     scheduler_step = scalar_entry(c, "sched.step", kInt64).item<int64_t>();
@@ -97,8 +100,15 @@ TrainingProgress restore_training_state(const Checkpoint& c, Module& model, Opti
   NamedTensors optimizer_state;
   if (optimizer) {
     for (size_t g = 0; g < optimizer->param_groups().size(); ++g) {
-      lrs.push_back(scalar_entry(c, "optim.lr." + std::to_string(g), kFloat64).item<double>());
-      initial_lrs.push_back(scalar_entry(c, "optim.initial_lr." + std::to_string(g), kFloat64).item<double>());
+      const std::string lr = "optim.lr." + std::to_string(g), initial_lr = "optim.initial_lr." + std::to_string(g);
+      lrs.push_back(scalar_entry(c, lr, kFloat64).item<double>());
+      initial_lrs.push_back(scalar_entry(c, initial_lr, kFloat64).item<double>());
+      // What the Optimizer's constructor demands of a rate. A negative initial_lr means "no scheduler ran yet"
+      // (ParamGroup), so only its finiteness is checked.
+      MINIDET_CHECK(std::isfinite(lrs.back()) && lrs.back() >= 0, "checkpoint: ", lr,
+                    " is not a finite learning rate >= 0 (", lrs.back(), ")");
+      MINIDET_CHECK(std::isfinite(initial_lrs.back()), "checkpoint: ", initial_lr, " is not finite (",
+                    initial_lrs.back(), ")");
     }
     for (const auto& [name, t] : c.entries)
       if (starts_with(name, "optim.") && !starts_with(name, "optim.lr.") && !starts_with(name, "optim.initial_lr."))

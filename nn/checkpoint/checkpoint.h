@@ -6,11 +6,15 @@
 // systems, so <path> is always either the old complete file or the new complete file.
 //
 // load_checkpoint refuses a wrong magic, an unknown version, a truncated file, a bad checksum or malformed
-// entries, with an error that names the file and the problem.
+// entries, with an error that names the file and the problem. It also refuses a float entry that holds NaN
+// or Inf, naming the entry and the first such index: weights or optimizer moments of a run that diverged
+// would otherwise resume, evaluate or detect as garbage without a word. A tool that inspects such a file
+// on purpose passes NonFiniteValues::kAllow.
 //
 // Training state: capture_training_state() gathers everything needed to resume bit for bit (model
 // parameters and buffers, optimizer state and learning rates, scheduler step, generator state, step and
-// epoch); restore_training_state() checks every name and shape first and changes nothing on a mismatch.
+// epoch); restore_training_state() checks every name and shape first, and that learning rates are finite
+// numbers >= 0 and step and epoch counters >= 0; it changes nothing on a mismatch.
 #pragma once
 
 #include <functional>
@@ -38,7 +42,8 @@ constexpr uint32_t kCheckpointVersion = 1;
 // `before_rename` is a test hook (see write_file_atomically): it runs when "<path>.tmp" is complete.
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint,
                      const std::function<void()>& before_rename = {});
-Checkpoint load_checkpoint(const std::string& path);
+enum class NonFiniteValues { kRefuse, kAllow };
+Checkpoint load_checkpoint(const std::string& path, NonFiniteValues non_finite = NonFiniteValues::kRefuse);
 
 struct TrainingProgress {
   int64_t step = 0;

@@ -1,4 +1,5 @@
 // Reading and writing the checkpoint file format (docs/checkpoint-format.md).
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -61,6 +62,22 @@ class Reader {
   size_t pos_ = 0;
 };
 
+// Refuses a float entry holding NaN or Inf, pointing at the first one (row-major index) and counting them.
+template <typename T>
+void check_finite(const std::string& path, const std::string& name, const T* values, int64_t count) {
+  int64_t first = -1, bad = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    if (std::isfinite(values[i])) continue;
+    if (first < 0) first = i;
+    ++bad;
+  }
+  if (bad == 0) return;
+  const T value = values[first];
+  const char* what = std::isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf";
+  MINIDET_FAIL("checkpoint ", path, ": entry '", name, "' holds ", what, " at index ", first, " (", bad, " of its ",
+               count, " values are not finite)");
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint,
@@ -88,7 +105,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint,
   write_file_atomically("save_checkpoint", path, bytes, before_rename);
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+Checkpoint load_checkpoint(const std::string& path, NonFiniteValues non_finite) {
   check_not_a_directory("load_checkpoint", path);
   std::ifstream in(path, std::ios::binary);
   MINIDET_CHECK(in.good(), "load_checkpoint: cannot open ", path);
@@ -142,6 +159,10 @@ Checkpoint load_checkpoint(const std::string& path) {
     const char* data = reader.take(nbytes, "tensor data");
     Tensor t = empty(sizes, dtype);
     if (nbytes > 0) std::memcpy(t.raw_data(), data, nbytes);
+    if (non_finite == NonFiniteValues::kRefuse && dtype == kFloat32)
+      check_finite(path, name, t.data<float>(), t.numel());
+    if (non_finite == NonFiniteValues::kRefuse && dtype == kFloat64)
+      check_finite(path, name, t.data<double>(), t.numel());
     checkpoint.entries.emplace_back(name, t);
   }
   MINIDET_CHECK(reader.position() == bytes.size() - 8, "checkpoint ", path, ": ",

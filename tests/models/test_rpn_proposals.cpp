@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "autograd/anomaly.h"
 #include "autograd/gradcheck.h"
 #include "core/factories.h"
 #include "core/grad_mode.h"
@@ -318,6 +319,36 @@ TEST_CASE("errors/rpn_proposals: shapes dtypes image sizes and options") {
   CHECK_THROWS_CONTAINING(models::check_proposal_options("caller", bad), "caller: expected a finite min_size >= 0");
 }
 
+TEST_CASE("errors/rpn_proposals: anomaly mode names the rows with a NaN score or box, which are dropped otherwise") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Rows 0 and 3 have NaN objectness; row 2 a NaN dx, so its box is NaN. Only row 1 is a proposal.
+  const Tensor logits = from_vector<double>({nan, 2.0, 1.0, nan}, {1, 4});
+  std::vector<double> delta_values(16, 0.0);
+  delta_values[8] = nan;
+  const Tensor deltas = from_vector<double>(delta_values, {1, 4, 4});
+  const Tensor anchors = from_vector<double>(kDisjoint, {4, 4});
+  const Sizes sizes = {{100, 100}};
+  const auto check_dropped = [&] {
+    const std::vector<Tensor> p = models::rpn_proposals(logits, deltas, anchors, sizes);
+    CHECK(p[0].to_vector<double>() == std::vector<double>{20, 0, 30, 10});
+    CHECK(models::rpn_proposals_padded(logits, deltas, anchors, sizes).counts.to_vector<int64_t>() ==
+          std::vector<int64_t>{1});
+  };
+  check_dropped();
+  {
+    autograd::DetectAnomalyGuard anomaly;
+    const std::string rows = "of the 4 candidate rows (the top 4 of each of 1 images), 2 have a NaN objectness score "
+                             "and 1 a NaN box; outside anomaly mode they are dropped";
+    CHECK_THROWS_CONTAINING(models::rpn_proposals(logits, deltas, anchors, sizes),
+                            "anomaly: rpn_proposals: " + rows);
+    CHECK_THROWS_CONTAINING(models::rpn_proposals_padded(logits, deltas, anchors, sizes),
+                            "anomaly: rpn_proposals_padded: " + rows);
+    // Finite rows pass anomaly mode unchanged.
+    CHECK(run({0.1, 2.0, -1.0, 1.0}, kDisjoint, {{100, 100}})[0].size() == 16);
+  }
+  check_dropped();  // the guard is gone: silent again
+}
+
 TEST_CASE("errors/rpn: options features image sizes and targets") {
   RPNOptions bad;
   bad.in_channels = 0;
@@ -408,6 +439,30 @@ MINIDET_CUDA_TEST_CASE("cuda/rpn_proposals: one device-to-host copy and none hos
                            p[static_cast<size_t>(n)].cpu(), 0.0, 0.0));
     }
   }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/rpn_proposals: anomaly mode names NaN rows as on the CPU, and only it reads them") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Generator gen(41);
+  const int64_t k = 200;
+  Tensor logits = randn({2, k}, kFloat32, &gen);
+  logits.data<float>()[3] = static_cast<float>(nan);  // image 0
+  logits.data<float>()[k + 7] = static_cast<float>(nan);  // image 1
+  const Tensor deltas = mul(randn({2, k, 4}, kFloat32, &gen), 0.2);
+  const Tensor xy = mul(rand({k, 2}, kFloat32, &gen), 60.0), wh = add(mul(rand({k, 2}, kFloat32, &gen), 20.0), 2.0);
+  const Tensor anchors = cat({xy, add(xy, wh)}, 1);
+  const Sizes sizes = {{64, 64}, {64, 64}};
+  const ProposalOptions options{50, 20, 0.7, 1e-3, 0.0};
+  // Normal mode: the padded path still makes no copy at all, NaN rows or not.
+  models::rpn_proposals_padded(logits.cuda(), deltas.cuda(), anchors.cuda(), sizes, options);  // warm-up
+  const TransferCounts before = transfer_counts();
+  models::rpn_proposals_padded(logits.cuda(), deltas.cuda(), anchors.cuda(), sizes, options);
+  CHECK((transfer_counts() - before).device_to_host == 0);
+  autograd::DetectAnomalyGuard anomaly;
+  const std::string message = "of the 100 candidate rows (the top 50 of each of 2 images), 2 have a NaN objectness";
+  CHECK_THROWS_CONTAINING(models::rpn_proposals(logits, deltas, anchors, sizes, options), message);
+  CHECK_THROWS_CONTAINING(models::rpn_proposals_padded(logits.cuda(), deltas.cuda(), anchors.cuda(), sizes, options),
+                          message);
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/rpn: proposals losses and head gradients match the CPU") {

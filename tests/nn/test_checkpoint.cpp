@@ -2,9 +2,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "core/factories.h"
 #include "nn/checkpoint/checkpoint.h"
@@ -243,4 +245,69 @@ TEST_CASE("errors/checkpoint: malformed scalar entries are refused before anythi
     CHECK(sched_b.lr() == lr_before);
     CHECK(opt_b->state().empty());
   }
+}
+
+TEST_CASE("errors/checkpoint: a float entry holding NaN or Inf is refused on load, naming it and the index") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::string path = temp_path("non_finite.ckpt");
+  Checkpoint c;
+  c.put("progress.step", from_vector<int64_t>({3}));
+  c.put("model.w", from_vector<float>({1, 2, static_cast<float>(nan), 4, static_cast<float>(nan)}));
+  save_checkpoint(path, c);
+  CHECK_THROWS_CONTAINING(load_checkpoint(path), "checkpoint " + path +
+                                                     ": entry 'model.w' holds NaN at index 2 (2 of its 5 values are "
+                                                     "not finite)");
+  Checkpoint moments;
+  moments.put("optim.group0.param0.exp_avg_sq", from_vector<double>({0.5, -inf, inf}, {3, 1}));
+  save_checkpoint(path, moments);
+  CHECK_THROWS_CONTAINING(load_checkpoint(path), "entry 'optim.group0.param0.exp_avg_sq' holds -Inf at index 1");
+  Checkpoint rate;
+  rate.put("optim.lr.0", from_vector<double>({inf}));
+  save_checkpoint(path, rate);
+  CHECK_THROWS_CONTAINING(load_checkpoint(path), "entry 'optim.lr.0' holds +Inf at index 0 (1 of its 1 values");
+  // A tool that looks into a diverged run on purpose can still read it.
+  save_checkpoint(path, c);
+  const std::vector<float> values = load_checkpoint(path, NonFiniteValues::kAllow).get("model.w").to_vector<float>();
+  CHECK(std::isnan(values[2]));
+  CHECK(values[3] == 4);
+}
+
+TEST_CASE("errors/checkpoint: a non-finite learning rate or a negative counter is refused on restore, by name") {
+  Tiny a(1), b(2);
+  auto opt_a = std::make_unique<Adam>(std::vector<ParamGroup>{{a.parameters(), 0.05, 0.0}});
+  auto opt_b = std::make_unique<Adam>(std::vector<ParamGroup>{{b.parameters(), 0.05, 0.0}});
+  WarmupCosineLR sched_a(*opt_a, 10), sched_b(*opt_b, 10);
+  const Checkpoint good = capture_training_state(a, opt_a.get(), &sched_a, nullptr, {2, 0});
+  const std::vector<double> w_before = b.w.to_vector<double>();
+  const double lr_before = opt_b->param_groups()[0].lr;
+  // In memory, as a caller may build it: load_checkpoint's own check on the file does not apply.
+  const struct {
+    const char* entry;
+    Tensor value;
+    const char* message;
+  } cases[] = {
+      {"optim.lr.0", from_vector<double>({std::numeric_limits<double>::quiet_NaN()}),
+       "checkpoint: optim.lr.0 is not a finite learning rate >= 0 (nan)"},
+      {"optim.lr.0", from_vector<double>({-0.5}), "checkpoint: optim.lr.0 is not a finite learning rate >= 0 (-0.5)"},
+      {"optim.initial_lr.0", from_vector<double>({std::numeric_limits<double>::infinity()}),
+       "checkpoint: optim.initial_lr.0 is not finite (inf)"},
+      {"progress.step", from_vector<int64_t>({-1}), "checkpoint: progress.step is negative (-1)"},
+      {"progress.epoch", from_vector<int64_t>({-2}), "checkpoint: progress.epoch is negative (-2)"},
+      {"progress.step", from_vector<double>({2.0}), "checkpoint: 'progress.step' must be one int64"},
+  };
+  for (const auto& bad : cases) {
+    CAPTURE(bad.entry);
+    Checkpoint c;
+    for (const auto& [name, t] : good.entries) c.put(name, name == bad.entry ? bad.value : t);
+    CHECK_THROWS_CONTAINING(restore_training_state(c, b, opt_b.get(), &sched_b, nullptr), bad.message);
+    CHECK(b.w.to_vector<double>() == w_before);
+    CHECK(opt_b->param_groups()[0].lr == lr_before);
+    CHECK(opt_b->state().empty());
+  }
+  // A run that has not taken a step yet: initial_lr is -1 (no scheduler ran) and is restored as it is.
+  Tiny fresh(3);
+  Adam fresh_opt(std::vector<ParamGroup>{{fresh.parameters(), 0.05, 0.0}});
+  const Checkpoint unscheduled = capture_training_state(fresh, &fresh_opt, nullptr, nullptr, {});
+  CHECK_NOTHROW(restore_training_state(unscheduled, b, opt_b.get(), nullptr, nullptr));
+  CHECK(opt_b->param_groups()[0].initial_lr == -1);
 }
