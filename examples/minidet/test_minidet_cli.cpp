@@ -1,6 +1,6 @@
-// End-to-end tests of the minidet program: they run the built binary (MINIDET_EXE) on a tiny config, a few
-// seconds in all, and check what it prints and writes. A program test, not a unit test: it lives next to
-// the program because tests/ may not depend on examples/.
+// End-to-end tests of the minidet program: they run the built binary (MINIDET_EXE) on a tiny config, kept
+// small enough to run with the unit tests, and check what it prints and writes. A program test, not a unit
+// test: it lives next to the program because tests/ may not depend on examples/.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <algorithm>

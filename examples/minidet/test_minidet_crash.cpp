@@ -2,7 +2,7 @@
 // checkpoint write, a full disk, a read-only run folder. After a kill every *.ckpt present must load and
 // `--resume` must end with the very losses of an uninterrupted run (the CPU is bit-exact on resume); a disk
 // or permission failure must stop the run with one clear line and leave the previous state untouched.
-// scripts/kill-resume.sh runs the kill trials by the hundred; this file keeps a few, about 30 s in all.
+// scripts/kill-resume.sh runs the kill trials by the hundred; this file keeps a few, short enough to run with every test run.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <fcntl.h>
