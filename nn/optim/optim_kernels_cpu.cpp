@@ -1,5 +1,6 @@
 #include "nn/optim/optim_kernels.h"
 #include "nn/optim/optim_math.h"
+#include "ops/common/device_switch.h"
 
 namespace minidet::nn::detail {
 namespace {
@@ -47,13 +48,7 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, cons
   MINIDET_CHECK(grad.is_contiguous() && grad.sizes() == param.sizes(), "sgd: gradient of shape ", grad.sizes(),
                 " does not match the parameter ", param.sizes(), " (or is not contiguous)");
   param.bump_version();  // before the write: a read-only tensor (core/storage.h) throws unchanged
-  if (param.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    sgd_update_cuda(param, grad, buf, s);
-#endif
-  } else {
-    sgd_update_cpu(param, grad, buf, s);
-  }
+  MINIDET_DEVICE_SWITCH(param, sgd_update_cpu(param, grad, buf, s), sgd_update_cuda(param, grad, buf, s));
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "core/factories.h"
 #include "ops/batch_norm/batch_norm_kernels.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 
 namespace minidet {
 namespace ops::detail {
@@ -32,13 +33,7 @@ BatchNormSums channel_moments(const Tensor& u, const Tensor& v, const Tensor& u_
     const MomentsArgs<scalar_t> args{u.size(0), u.size(1), u.size(2) * u.size(3), u.data<scalar_t>(),
                                      v.data<scalar_t>(), maybe<scalar_t>(u_center), maybe<scalar_t>(v_center),
                                      sums.sum_u.data<scalar_t>(), sums.sum_uv.data<scalar_t>(), scale};
-    if (u.is_cuda()) {
-#if MINIDET_WITH_CUDA
-      channel_moments_cuda(args, u.device());
-#endif
-    } else {
-      channel_moments_cpu(args);
-    }
+    MINIDET_DEVICE_SWITCH(u, channel_moments_cpu(args), channel_moments_cuda(args, u.device()));
   });
   return sums;
 }
@@ -49,13 +44,7 @@ Tensor channel_affine(const Tensor& x, const Tensor& scale_any, const Tensor& sh
   MINIDET_DISPATCH_FLOATING(x.dtype(), "batch_norm2d", [&] {
     const AffineArgs<scalar_t> args{x.size(0), x.size(1), x.size(2) * x.size(3), x.data<scalar_t>(),
                                     scale.data<scalar_t>(), maybe<scalar_t>(shift), y.data<scalar_t>()};
-    if (x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-      channel_affine_cuda(args, x.device());
-#endif
-    } else {
-      channel_affine_cpu(args);
-    }
+    MINIDET_DEVICE_SWITCH(x, channel_affine_cpu(args), channel_affine_cuda(args, x.device()));
   });
   return y;
 }
@@ -70,13 +59,7 @@ Tensor batch_norm_backward_input(const Tensor& dy, const Tensor& x, const Tensor
                                       x.data<scalar_t>(), vectors[0].data<scalar_t>(), vectors[1].data<scalar_t>(),
                                       vectors[2].data<scalar_t>(), vectors[3].data<scalar_t>(),
                                       vectors[4].data<scalar_t>(), dx.data<scalar_t>()};
-    if (x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-      batch_norm_backward_cuda(args, x.device());
-#endif
-    } else {
-      batch_norm_backward_cpu(args);
-    }
+    MINIDET_DEVICE_SWITCH(x, batch_norm_backward_cpu(args), batch_norm_backward_cuda(args, x.device()));
   });
   return dx;
 }
@@ -115,13 +98,7 @@ ScaleShift channel_scale_shift(const Tensor& mean_any, const Tensor& var_any, co
                                         out.invstd.data<scalar_t>(),
                                         out.scale.data<scalar_t>(),
                                         out.shift.data<scalar_t>()};
-    if (mean.is_cuda()) {
-#if MINIDET_WITH_CUDA
-      channel_scale_shift_cuda(args, mean.device());
-#endif
-    } else {
-      channel_scale_shift_cpu(args);
-    }
+    MINIDET_DEVICE_SWITCH(mean, channel_scale_shift_cpu(args), channel_scale_shift_cuda(args, mean.device()));
   });
   for (const auto& [buffer, written] : {std::pair{running_mean, rm}, std::pair{running_var, rv}}) {
     if (!buffer.defined()) continue;
@@ -147,13 +124,7 @@ BackwardCoefficients backward_coefficients(const BatchNormSums& sums, const Tens
         sums.sum_uv.data<scalar_t>(), invstd.data<scalar_t>(), maybe<scalar_t>(weight),
         out.grad_weight.data<scalar_t>(), out.k.data<scalar_t>(), out.mean_dy.data<scalar_t>(),
         out.mean_dy_xhat.data<scalar_t>()};
-    if (invstd.is_cuda()) {
-#if MINIDET_WITH_CUDA
-      backward_coefficients_cuda(args, invstd.device());
-#endif
-    } else {
-      backward_coefficients_cpu(args);
-    }
+    MINIDET_DEVICE_SWITCH(invstd, backward_coefficients_cpu(args), backward_coefficients_cuda(args, invstd.device()));
   });
   return out;
 }

@@ -8,6 +8,7 @@
 #include "ops/box_coding/box_coding_kernels.h"
 #include "ops/boxes/box_checks.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 
 namespace minidet {
 
@@ -64,13 +65,8 @@ Tensor encode_boxes(const Tensor& target_boxes, const Tensor& reference_boxes, c
   Tensor out = empty(target_boxes.sizes(), target_boxes.options());
   if (out.numel() == 0) return out;
   const Tensor target = target_boxes.contiguous(), reference = reference_boxes.contiguous();
-  if (out.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::encode_boxes_cuda(target, reference, params, out);
-#endif
-  } else {
-    ops::detail::encode_boxes_cpu(target, reference, params, out);
-  }
+  MINIDET_DEVICE_SWITCH(out, ops::detail::encode_boxes_cpu(target, reference, params, out),
+                        ops::detail::encode_boxes_cuda(target, reference, params, out));
   return out;
 }
 
@@ -83,13 +79,8 @@ Tensor decode_boxes(const Tensor& deltas, const Tensor& reference_boxes, const s
   Tensor out = empty(deltas.sizes(), deltas.options());
   if (out.numel() == 0) return out;
   const Tensor d = deltas.contiguous(), reference = reference_boxes.contiguous();
-  if (out.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::decode_boxes_cuda(d, reference, params, out);
-#endif
-  } else {
-    ops::detail::decode_boxes_cpu(d, reference, params, out);
-  }
+  MINIDET_DEVICE_SWITCH(out, ops::detail::decode_boxes_cpu(d, reference, params, out),
+                        ops::detail::decode_boxes_cuda(d, reference, params, out));
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "ops/boxes/box_checks.h"
 #include "ops/boxes/box_iou_kernels.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 
 namespace minidet {
 namespace {
@@ -26,13 +27,7 @@ Tensor forward_raw(const Tensor& boxes1, const Tensor& boxes2) {
   Tensor iou = empty({boxes1.size(0), boxes2.size(0)}, boxes1.options());
   if (iou.numel() == 0) return iou;
   const Tensor a = boxes1.contiguous(), b = boxes2.contiguous();
-  if (a.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::box_iou_forward_cuda(a, b, iou);
-#endif
-  } else {
-    ops::detail::box_iou_forward_cpu(a, b, iou);
-  }
+  MINIDET_DEVICE_SWITCH(a, ops::detail::box_iou_forward_cpu(a, b, iou), ops::detail::box_iou_forward_cuda(a, b, iou));
   return iou;
 }
 
@@ -48,13 +43,8 @@ autograd::TensorList backward_raw(const Tensor& grad_any, const Tensor& boxes1, 
   Tensor grad_a = make(need_a, boxes1), grad_b = make(need_b, boxes2);
   if (empty_pairs || (!need_a && !need_b)) return {grad_a, grad_b};
   const Tensor grad = grad_any.contiguous(), a = boxes1.contiguous(), b = boxes2.contiguous();
-  if (a.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::box_iou_backward_cuda(a, b, grad, grad_a, grad_b);
-#endif
-  } else {
-    ops::detail::box_iou_backward_cpu(a, b, grad, grad_a, grad_b);
-  }
+  MINIDET_DEVICE_SWITCH(a, ops::detail::box_iou_backward_cpu(a, b, grad, grad_a, grad_b),
+                        ops::detail::box_iou_backward_cuda(a, b, grad, grad_a, grad_b));
   return {grad_a, grad_b};
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 
 namespace minidet::ops {
 namespace {
@@ -24,6 +25,15 @@ std::string describe_bad_row(const double* row, int64_t columns, int64_t batch_s
 [[noreturn]] void fail_row(const char* op, int64_t index, const std::vector<double>& row, int64_t batch_size) {
   MINIDET_FAIL(op, ": rois row ", index, " ", row, " has ",
                describe_bad_row(row.data(), static_cast<int64_t>(row.size()), batch_size));
+}
+
+// The CPU twin of detail::first_bad_roi_cuda: the index of the first bad row of contiguous rois, K if none.
+int64_t first_bad_roi_cpu(const Tensor& rois, int64_t batch_size) {
+  const int64_t count = rois.size(0), columns = rois.size(1);
+  const std::vector<double> values = rois.to_vector<double>();
+  for (int64_t k = 0; k < count; ++k)
+    if (!describe_bad_row(values.data() + k * columns, columns, batch_size).empty()) return k;
+  return count;
 }
 
 }  // namespace
@@ -45,19 +55,10 @@ void check_rois(const char* op, const Tensor& input, const Tensor& rois_any, int
   const int64_t count = rois_any.size(0), batch_size = input.size(0);
   if (count == 0 || !check_values) return;
   const Tensor rois = rois_any.detach().contiguous();  // detached: validation is not part of the graph
-  if (rois.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    const int64_t bad = detail::first_bad_roi_cuda(rois, batch_size);  // the one host sync (see header)
-    if (bad < count) fail_row(op, bad, rois.select(0, bad).to_vector<double>(), batch_size);
-#endif
-    return;
-  }
-  const std::vector<double> values = rois.to_vector<double>();
-  for (int64_t k = 0; k < count; ++k) {
-    const double* row = values.data() + k * columns;
-    if (!describe_bad_row(row, columns, batch_size).empty())
-      fail_row(op, k, std::vector<double>(row, row + columns), batch_size);
-  }
+  // On CUDA, the one host synchronisation (see header).
+  const int64_t bad = MINIDET_DEVICE_SWITCH(rois, first_bad_roi_cpu(rois, batch_size),
+                                            detail::first_bad_roi_cuda(rois, batch_size));
+  if (bad < count) fail_row(op, bad, rois.select(0, bad).to_vector<double>(), batch_size);
 }
 
 void check_roi_pooling(const char* op, int64_t pooled_h, int64_t pooled_w, double spatial_scale) {

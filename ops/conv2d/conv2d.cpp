@@ -8,6 +8,7 @@
 #include "core/factories.h"
 #include "core/reduce_sum.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/conv2d/conv2d_lowering.h"
 #include "ops/conv2d/conv2d_kernels.h"
 
@@ -51,23 +52,12 @@ int64_t chunk_size(const ConvGeometry& g, int64_t batch, DType dtype, int64_t ma
 
 void im2col(const Tensor& images, const Tensor& cols, const ConvGeometry& g,
             ops::detail::ColumnOrder order = ops::detail::ColumnOrder::PerImage) {
-  if (images.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::im2col_cuda(images, cols, g, order);
-#endif
-  } else {
-    ops::detail::im2col_cpu(images, cols, g, order);
-  }
+  MINIDET_DEVICE_SWITCH(images, ops::detail::im2col_cpu(images, cols, g, order),
+                        ops::detail::im2col_cuda(images, cols, g, order));
 }
 
 void col2im(const Tensor& cols, const Tensor& images, const ConvGeometry& g) {
-  if (images.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::col2im_cuda(cols, images, g);
-#endif
-  } else {
-    ops::detail::col2im_cpu(cols, images, g);
-  }
+  MINIDET_DEVICE_SWITCH(images, ops::detail::col2im_cpu(cols, images, g), ops::detail::col2im_cuda(cols, images, g));
 }
 
 // Y = W @ cols for a chunk of B images (ops/conv2d/conv2d_lowering.h).

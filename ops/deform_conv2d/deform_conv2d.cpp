@@ -8,6 +8,7 @@
 #include "core/deterministic.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/conv2d/conv2d_lowering.h"
 #include "ops/deform_conv2d/deform_conv2d_kernels.h"
 #include "ops/matmul/gemm.h"
@@ -98,24 +99,15 @@ Tensor narrow_or_undefined(const Tensor& t, int64_t start, int64_t length) {
 
 void deform_im2col(const Tensor& input, const Tensor& offset, const Tensor& mask, const Tensor& cols,
                    const ColumnLayout& layout, const DeformGeometry& g) {
-  if (input.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::deform_im2col_cuda(input, offset, mask, cols, layout, g);
-#endif
-  } else {
-    ops::detail::deform_im2col_cpu(input, offset, mask, cols, layout, g);
-  }
+  MINIDET_DEVICE_SWITCH(input, ops::detail::deform_im2col_cpu(input, offset, mask, cols, layout, g),
+                        ops::detail::deform_im2col_cuda(input, offset, mask, cols, layout, g));
 }
 
 void deform_col2im(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
                    const DeformGeometry& g, const DeformBackwardOutputs& out) {
-  if (input.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::deform_col2im_cuda(grad_cols, input, offset, mask, g, out, DeterministicMode::is_enabled());
-#endif
-  } else {
-    ops::detail::deform_col2im_cpu(grad_cols, input, offset, mask, g, out);
-  }
+  MINIDET_DEVICE_SWITCH(
+      input, ops::detail::deform_col2im_cpu(grad_cols, input, offset, mask, g, out),
+      ops::detail::deform_col2im_cuda(grad_cols, input, offset, mask, g, out, DeterministicMode::is_enabled()));
 }
 
 // The contiguous operands every raw pass works on (mask undefined for DCNv1).

@@ -5,6 +5,7 @@
 #include "core/broadcast.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/elementwise/elementwise_kernels.h"
 #include "ops/elementwise/shared_scalar.h"
 
@@ -13,32 +14,17 @@ namespace minidet::ops::detail {
 // The device switch for all three families.
 void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in, double a, double b) {
   if (out.numel() == 0) return;
-  if (out.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return unary_cuda(op, out, in, a, b);
-#endif
-  }
-  unary_cpu(op, out, in, a, b);
+  MINIDET_DEVICE_SWITCH(out, unary_cpu(op, out, in, a, b), unary_cuda(op, out, in, a, b));
 }
 
 void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
   if (out.numel() == 0) return;
-  if (out.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return binary_cuda(op, out, x, y);
-#endif
-  }
-  binary_cpu(op, out, x, y);
+  MINIDET_DEVICE_SWITCH(out, binary_cpu(op, out, x, y), binary_cuda(op, out, x, y));
 }
 
 void compare_kernel(CompareOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
   if (out.numel() == 0) return;
-  if (out.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return compare_cuda(op, out, x, y);
-#endif
-  }
-  compare_cpu(op, out, x, y);
+  MINIDET_DEVICE_SWITCH(out, compare_cpu(op, out, x, y), compare_cuda(op, out, x, y));
 }
 
 Tensor unary_raw(const char* name, UnaryOp op, const Tensor& x, double a, double b) {

@@ -2,6 +2,7 @@
 // validation and the device switch for the indexing kernels (indexing_kernels.h).
 #include "core/deterministic.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/indexing/indexing_kernels.h"
 
 namespace minidet::ops::detail {
@@ -29,27 +30,19 @@ void check_index_values(const char* op, const Tensor& index, int64_t size, int64
 
 void take_along_dim(const Tensor& out, const Tensor& x, const Tensor& index, const AlongDim& geometry) {
   if (geometry.out_numel() == 0) return;
-  if (out.device().is_cpu()) return take_along_dim_cpu(out, x, index, geometry);
-#if MINIDET_WITH_CUDA
-  take_along_dim_cuda(out, x, index, geometry);
-#endif
+  MINIDET_DEVICE_SWITCH(out, take_along_dim_cpu(out, x, index, geometry), take_along_dim_cuda(out, x, index, geometry));
 }
 
 void scatter_add_along_dim(const Tensor& grad_x, const Tensor& grad_out, const Tensor& index,
                            const AlongDim& geometry) {
   if (geometry.out_numel() == 0) return;
-  if (grad_x.device().is_cpu()) return scatter_add_along_dim_cpu(grad_x, grad_out, index, geometry);
-#if MINIDET_WITH_CUDA
-  scatter_add_along_dim_cuda(grad_x, grad_out, index, geometry, DeterministicMode::is_enabled());
-#endif
+  MINIDET_DEVICE_SWITCH(grad_x, scatter_add_along_dim_cpu(grad_x, grad_out, index, geometry),
+                        scatter_add_along_dim_cuda(grad_x, grad_out, index, geometry, DeterministicMode::is_enabled()));
 }
 
 void where_kernel(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (out.numel() == 0) return;
-  if (out.device().is_cpu()) return where_cpu(out, cond, a, b);
-#if MINIDET_WITH_CUDA
-  where_cuda(out, cond, a, b);
-#endif
+  MINIDET_DEVICE_SWITCH(out, where_cpu(out, cond, a, b), where_cuda(out, cond, a, b));
 }
 
 }  // namespace minidet::ops::detail

@@ -2,6 +2,7 @@
 #include "ops/indexing/nonzero.h"
 
 #include "core/factories.h"
+#include "ops/common/device_switch.h"
 #include "ops/indexing/nonzero_kernels.h"
 
 namespace minidet {
@@ -11,12 +12,7 @@ Tensor flat_nonzero(const Tensor& x) {
   NoGradGuard raw;
   if (x.numel() == 0) return empty({0}, TensorOptions(kInt64, x.device()));
   const Tensor input = x.contiguous();
-  if (input.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return ops::detail::flat_nonzero_cuda(input);
-#endif
-  }
-  return ops::detail::flat_nonzero_cpu(input);
+  return MINIDET_DEVICE_SWITCH(input, ops::detail::flat_nonzero_cpu(input), ops::detail::flat_nonzero_cuda(input));
 }
 
 Tensor nonzero(const Tensor& x) {
@@ -26,13 +22,8 @@ Tensor nonzero(const Tensor& x) {
   if (ndim == 1) return flat.view({count, 1});
   Tensor coords = empty({count, ndim}, TensorOptions(kInt64, x.device()));
   if (coords.numel() == 0) return coords;
-  if (x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::unravel_indices_cuda(flat, x.sizes(), coords);
-#endif
-  } else {
-    ops::detail::unravel_indices_cpu(flat, x.sizes(), coords);
-  }
+  MINIDET_DEVICE_SWITCH(x, ops::detail::unravel_indices_cpu(flat, x.sizes(), coords),
+                        ops::detail::unravel_indices_cuda(flat, x.sizes(), coords));
   return coords;
 }
 

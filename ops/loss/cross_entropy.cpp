@@ -8,6 +8,7 @@
 #include "core/factories.h"
 #include "core/reduce_sum.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/elementwise/binary.h"
 #include "ops/loss/cross_entropy_kernels.h"
 
@@ -24,24 +25,17 @@ void cross_entropy_forward_kernel(const Tensor& logits, const Tensor& target, co
                                   const CrossEntropyParams& params, const Tensor& loss, const Tensor& target_weight,
                                   const Tensor& lse) {
   if (logits.size(0) == 0) return;
-  if (logits.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return cross_entropy_forward_cuda(logits, target, weight, params, loss, target_weight, lse);
-#endif
-  }
-  cross_entropy_forward_cpu(logits, target, weight, params, loss, target_weight, lse);
+  MINIDET_DEVICE_SWITCH(logits, cross_entropy_forward_cpu(logits, target, weight, params, loss, target_weight, lse),
+                        cross_entropy_forward_cuda(logits, target, weight, params, loss, target_weight, lse));
 }
 
 void cross_entropy_backward_kernel(const Tensor& logits, const Tensor& target, const Tensor& weight,
                                    const Tensor& lse, const Tensor& grad, int64_t grad_stride,
                                    const CrossEntropyParams& params, const Tensor& grad_logits) {
   if (grad_logits.numel() == 0) return;
-  if (logits.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return cross_entropy_backward_cuda(logits, target, weight, lse, grad, grad_stride, params, grad_logits);
-#endif
-  }
-  cross_entropy_backward_cpu(logits, target, weight, lse, grad, grad_stride, params, grad_logits);
+  MINIDET_DEVICE_SWITCH(
+      logits, cross_entropy_backward_cpu(logits, target, weight, lse, grad, grad_stride, params, grad_logits),
+      cross_entropy_backward_cuda(logits, target, weight, lse, grad, grad_stride, params, grad_logits));
 }
 
 }  // namespace ops::detail

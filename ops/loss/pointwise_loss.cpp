@@ -7,6 +7,7 @@
 #include "core/factories.h"
 #include "core/reduce_sum.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/elementwise_raw.h"
 #include "ops/loss/pointwise_loss_kernels.h"
@@ -24,24 +25,18 @@ namespace ops::detail {
 void pointwise_loss_forward_kernel(PointwiseLoss kind, double beta, const Tensor& loss, const Tensor& input,
                                    const Tensor& target, const Tensor& weight, const Tensor& pos_weight) {
   if (loss.numel() == 0) return;
-  if (loss.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return pointwise_loss_forward_cuda(kind, beta, loss, input, target, weight, pos_weight);
-#endif
-  }
-  pointwise_loss_forward_cpu(kind, beta, loss, input, target, weight, pos_weight);
+  MINIDET_DEVICE_SWITCH(loss, pointwise_loss_forward_cpu(kind, beta, loss, input, target, weight, pos_weight),
+                        pointwise_loss_forward_cuda(kind, beta, loss, input, target, weight, pos_weight));
 }
 
 void pointwise_loss_backward_kernel(PointwiseLoss kind, double beta, const Tensor& grad_input,
                                     const Tensor& grad_target, const Tensor& grad, const Tensor& input,
                                     const Tensor& target, const Tensor& weight, const Tensor& pos_weight) {
   if (grad_input.numel() == 0) return;
-  if (grad_input.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return pointwise_loss_backward_cuda(kind, beta, grad_input, grad_target, grad, input, target, weight, pos_weight);
-#endif
-  }
-  pointwise_loss_backward_cpu(kind, beta, grad_input, grad_target, grad, input, target, weight, pos_weight);
+  MINIDET_DEVICE_SWITCH(
+      grad_input,
+      pointwise_loss_backward_cpu(kind, beta, grad_input, grad_target, grad, input, target, weight, pos_weight),
+      pointwise_loss_backward_cuda(kind, beta, grad_input, grad_target, grad, input, target, weight, pos_weight));
 }
 
 }  // namespace ops::detail

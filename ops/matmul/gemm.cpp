@@ -1,6 +1,7 @@
 #include "ops/matmul/gemm.h"
 
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 
 namespace minidet::ops {
 namespace detail {
@@ -41,13 +42,8 @@ void run(const char* name, const Tensor& a, const Tensor& b, const Tensor& c, do
   int64_t a_batch_stride = 0, b_batch_stride = 0;
   const detail::MatrixOperand op_a = detail::describe_operand(a, batch_dims, &a_batch_stride);
   const detail::MatrixOperand op_b = detail::describe_operand(b, batch_dims, &b_batch_stride);
-  if (c.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    detail::gemm_cuda(batch, m, n, k, op_a, a_batch_stride, op_b, b_batch_stride, c, alpha, beta);
-#endif
-  } else {
-    detail::gemm_cpu(batch, m, n, k, op_a, a_batch_stride, op_b, b_batch_stride, c, alpha, beta);
-  }
+  MINIDET_DEVICE_SWITCH(c, detail::gemm_cpu(batch, m, n, k, op_a, a_batch_stride, op_b, b_batch_stride, c, alpha, beta),
+                        detail::gemm_cuda(batch, m, n, k, op_a, a_batch_stride, op_b, b_batch_stride, c, alpha, beta));
 }
 
 }  // namespace

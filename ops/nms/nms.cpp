@@ -10,6 +10,7 @@
 
 #include "core/factories.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/nms/nms_kernels.h"
 #include "ops/nms/nms_mask.h"
 #include "ops/sort/sort_kernels.h"
@@ -19,12 +20,7 @@ namespace minidet {
 namespace ops::detail {
 
 Tensor nms_kernel(const char* op, const NmsArgs& args) {
-  if (args.boxes.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return nms_cuda(op, args);
-#endif
-  }
-  return nms_cpu(op, args);
+  return MINIDET_DEVICE_SWITCH(args.boxes, nms_cpu(op, args), nms_cuda(op, args));
 }
 
 }  // namespace ops::detail
@@ -48,9 +44,10 @@ void check_nms_inputs(const char* op, const Tensor& boxes, const Tensor& scores,
   MINIDET_CHECK(offset == 0 || offset == 1, op, ": expected offset 0 or 1 (1: legacy +1 widths), got ", offset);
 }
 
-// The kernels' arguments: contiguous inputs and the stable score order (N > 0).
+// The kernels' arguments: contiguous inputs and the stable score order (N > 0). With segments > 1, the order
+// is each segment's own (indices within the segment).
 ops::detail::NmsArgs sorted_args(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids,
-                                 double iou_threshold, int offset) {
+                                 double iou_threshold, int offset, int64_t segments = 1) {
   const int64_t n = boxes.size(0);
   ops::detail::NmsArgs args;
   args.boxes = boxes.contiguous();
@@ -58,10 +55,12 @@ ops::detail::NmsArgs sorted_args(const Tensor& boxes, const Tensor& scores, cons
   if (class_ids.defined()) args.class_ids = class_ids.contiguous();
   args.iou_threshold = iou_threshold;
   args.offset = offset;
+  args.segments = segments;
   // Highest score first, equal scores in input order: sort.h's stable order, the same on both devices.
   const Tensor sorted_scores = empty({n}, scores.options());
   args.order = empty({n}, TensorOptions(kInt64, boxes.device()));
-  ops::detail::sort_rows(args.scores, ops::row_layout({n}, 0), /*descending=*/true, sorted_scores, args.order);
+  ops::detail::sort_rows(args.scores, ops::row_layout({segments, n / segments}, 1), /*descending=*/true,
+                         sorted_scores, args.order);
   return args;
 }
 
@@ -79,6 +78,33 @@ void check_class_ids(const char* op, const Tensor& boxes, const Tensor& class_id
   MINIDET_CHECK(class_ids.dim() == 1 && class_ids.size(0) == boxes.size(0), op,
                 ": expected class_ids of shape (N) with N = ", boxes.size(0), " boxes, got ", class_ids.sizes());
   ops::check_same_device(op, boxes, "boxes", class_ids, "class_ids");
+}
+
+// Nothing kept yet: an all-false mask for n boxes and status (0, no flags).
+NmsMask nothing_kept(int64_t n, Device device) {
+  NmsMask result;
+  result.keep_mask = zeros({n}, TensorOptions(kBool, device));
+  result.status = zeros({2}, TensorOptions(kInt64, device));
+  return result;
+}
+
+// The mask form on the CPU: the list (a bad value throws here), scattered into the mask; no synchronisation
+// to save.
+NmsMask nms_mask_cpu(const char* op, const ops::detail::NmsArgs& args) {
+  NmsMask result = nothing_kept(args.boxes.size(0), args.boxes.device());
+  const std::vector<int64_t> keep = ops::detail::nms_cpu(op, args).to_vector<int64_t>();
+  bool* mask = result.keep_mask.data<bool>();
+  for (int64_t i : keep) mask[i] = true;
+  result.status.data<int64_t>()[0] = static_cast<int64_t>(keep.size());
+  return result;
+}
+
+// segmented_nms_mask on the CPU: batched NMS with the segment as the class, which is what the definition says.
+NmsMask segments_as_classes(const Tensor& boxes, const Tensor& scores, int64_t segments, double iou_threshold) {
+  const int64_t n = boxes.size(0), length = n / segments;
+  std::vector<int64_t> segment_of(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) segment_of[static_cast<size_t>(i)] = i / length;  // n > 0, so length >= 1
+  return batched_nms_mask(boxes, scores, from_vector<int64_t>(segment_of).to(boxes.device()), iou_threshold);
 }
 
 }  // namespace
@@ -100,23 +126,9 @@ NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor
   check_nms_inputs(op, boxes, scores, iou_threshold, 0);
   check_class_ids(op, boxes, class_ids);
   NoGradGuard raw;
-  const int64_t n = boxes.size(0);
-  if (n > 0 && boxes.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return ops::detail::nms_mask_cuda(op, sorted_args(boxes, scores, class_ids, iou_threshold, 0));  // makes its own outputs
-#endif
-  }
-  NmsMask result;
-  result.keep_mask = zeros({n}, TensorOptions(kBool, boxes.device()));
-  result.status = zeros({2}, TensorOptions(kInt64, boxes.device()));
-  if (n == 0) return result;
+  if (boxes.size(0) == 0) return nothing_kept(0, boxes.device());
   const ops::detail::NmsArgs args = sorted_args(boxes, scores, class_ids, iou_threshold, 0);
-  // The CPU: the list (a bad value throws here), scattered into the mask; no synchronisation to save.
-  const std::vector<int64_t> keep = ops::detail::nms_cpu(op, args).to_vector<int64_t>();
-  bool* mask = result.keep_mask.data<bool>();
-  for (int64_t i : keep) mask[i] = true;
-  result.status.data<int64_t>()[0] = static_cast<int64_t>(keep.size());
-  return result;
+  return MINIDET_DEVICE_SWITCH(boxes, nms_mask_cpu(op, args), ops::detail::nms_mask_cuda(op, args));
 }
 
 NmsMask segmented_nms_mask(const Tensor& boxes, const Tensor& scores, int64_t segments, double iou_threshold) {
@@ -126,25 +138,10 @@ NmsMask segmented_nms_mask(const Tensor& boxes, const Tensor& scores, int64_t se
   MINIDET_CHECK(segments >= 1 && n % segments == 0, op, ": expected a number of segments >= 1 that divides the ",
                 n, " boxes, got ", segments);
   NoGradGuard raw;
-  const int64_t length = n / segments;
-  if (n > 0 && boxes.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::NmsArgs args;
-    args.boxes = boxes.contiguous();
-    args.scores = scores.contiguous();
-    args.iou_threshold = iou_threshold;
-    args.segments = segments;
-    // Each segment's scores, highest first, equal scores in input order: indices within the segment.
-    const Tensor sorted_scores = empty({n}, scores.options());
-    args.order = empty({n}, TensorOptions(kInt64, boxes.device()));
-    ops::detail::sort_rows(args.scores, ops::row_layout({segments, length}, 1), /*descending=*/true, sorted_scores, args.order);
-    return ops::detail::nms_mask_cuda(op, args);
-#endif
-  }
-  // The CPU (and N = 0): batched NMS with the segment as the class, which is what the definition says.
-  std::vector<int64_t> segment_of(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) segment_of[static_cast<size_t>(i)] = i / std::max<int64_t>(length, 1);
-  return batched_nms_mask(boxes, scores, from_vector<int64_t>(segment_of).to(boxes.device()), iou_threshold);
+  if (n == 0) return nothing_kept(0, boxes.device());
+  return MINIDET_DEVICE_SWITCH(
+      boxes, segments_as_classes(boxes, scores, segments, iou_threshold),
+      ops::detail::nms_mask_cuda(op, sorted_args(boxes, scores, Tensor(), iou_threshold, 0, segments)));
 }
 
 void check_nms_status(const char* op, const std::vector<int64_t>& status) {

@@ -4,6 +4,7 @@
 #include "autograd/function.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/pooling/pool2d.h"
 #include "ops/pooling/pool2d_kernels.h"
 
@@ -17,13 +18,8 @@ Tensor avg_pool_forward_raw(const Tensor& input_any, const PoolGeometry& g) {
   const Tensor input = input_any.contiguous();
   Tensor output = empty({input.size(0), input.size(1), g.out_h, g.out_w}, input.options());
   if (output.numel() == 0) return output;
-  if (input.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::avg_pool2d_forward_cuda(input, output, g);
-#endif
-  } else {
-    ops::detail::avg_pool2d_forward_cpu(input, output, g);
-  }
+  MINIDET_DEVICE_SWITCH(input, ops::detail::avg_pool2d_forward_cpu(input, output, g),
+                        ops::detail::avg_pool2d_forward_cuda(input, output, g));
   return output;
 }
 
@@ -32,13 +28,8 @@ Tensor avg_pool_backward_raw(const Tensor& grad_output, const Shape& input_sizes
   const Tensor grad = grad_output.contiguous();
   Tensor grad_input = empty(input_sizes, grad.options());
   if (grad_input.numel() == 0) return grad_input;
-  if (grad.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::avg_pool2d_backward_cuda(grad, grad_input, g);
-#endif
-  } else {
-    ops::detail::avg_pool2d_backward_cpu(grad, grad_input, g);
-  }
+  MINIDET_DEVICE_SWITCH(grad, ops::detail::avg_pool2d_backward_cpu(grad, grad_input, g),
+                        ops::detail::avg_pool2d_backward_cuda(grad, grad_input, g));
   return grad_input;
 }
 

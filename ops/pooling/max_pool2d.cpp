@@ -1,6 +1,7 @@
 // max_pool2d: validation, the autograd record (saves the argmax indices, not the input), dispatch.
 #include "autograd/function.h"
 #include "core/factories.h"
+#include "ops/common/device_switch.h"
 #include "ops/pooling/pool2d.h"
 #include "ops/pooling/pool2d_kernels.h"
 
@@ -15,13 +16,8 @@ Tensor max_pool2d_backward_raw(const Tensor& grad_output, const Tensor& indices,
   const Tensor grad = grad_output.contiguous();
   Tensor grad_input = empty(input_sizes, grad.options());
   if (grad_input.numel() == 0) return grad_input;
-  if (grad.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::max_pool2d_backward_cuda(grad, indices, grad_input, g);
-#endif
-  } else {
-    ops::detail::max_pool2d_backward_cpu(grad, indices, grad_input, g);
-  }
+  MINIDET_DEVICE_SWITCH(grad, ops::detail::max_pool2d_backward_cpu(grad, indices, grad_input, g),
+                        ops::detail::max_pool2d_backward_cuda(grad, indices, grad_input, g));
   return grad_input;
 }
 
@@ -36,15 +32,9 @@ MaxPool2dResult max_pool2d_with_indices(const Tensor& input_any, const Pool2dOpt
     const Shape out_sizes = {input.size(0), input.size(1), g.out_h, g.out_w};
     result.output = empty(out_sizes, input.options());
     result.indices = empty(out_sizes, TensorOptions(kInt64, input.device()));
-    if (result.output.numel() > 0) {
-      if (input.is_cuda()) {
-#if MINIDET_WITH_CUDA
-        ops::detail::max_pool2d_forward_cuda(input, result.output, result.indices, g);
-#endif
-      } else {
-        ops::detail::max_pool2d_forward_cpu(input, result.output, result.indices, g);
-      }
-    }
+    if (result.output.numel() > 0)
+      MINIDET_DEVICE_SWITCH(input, ops::detail::max_pool2d_forward_cpu(input, result.output, result.indices, g),
+                            ops::detail::max_pool2d_forward_cuda(input, result.output, result.indices, g));
   }
   const Shape input_sizes = input_any.sizes();
   autograd::record("max_pool2d", {input_any}, {result.output}, {result.indices},

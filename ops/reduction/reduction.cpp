@@ -10,6 +10,7 @@
 #include "core/factories.h"
 #include "core/reduce_sum.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
 #include "ops/elementwise/elementwise_raw.h"
@@ -30,33 +31,21 @@ namespace ops::detail {
 void extremum_rows_kernel(Extremum kind, const Tensor& x, const RowLayout& layout, const Tensor& values,
                           const Tensor& indices) {
   if (layout.rows() == 0) return;
-  if (x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return extremum_rows_cuda(kind, x, layout, values, indices);
-#endif
-  }
-  extremum_rows_cpu(kind, x, layout, values, indices);
+  MINIDET_DEVICE_SWITCH(x, extremum_rows_cpu(kind, x, layout, values, indices),
+                        extremum_rows_cuda(kind, x, layout, values, indices));
 }
 
 void scatter_rows_kernel(const Tensor& grad_x, const RowLayout& layout, const Tensor& grad, const Tensor& indices,
                          int64_t k) {
   if (grad.numel() == 0) return;
-  if (grad_x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return scatter_rows_cuda(grad_x, layout, grad, indices, k);
-#endif
-  }
-  scatter_rows_cpu(grad_x, layout, grad, indices, k);
+  MINIDET_DEVICE_SWITCH(grad_x, scatter_rows_cpu(grad_x, layout, grad, indices, k),
+                        scatter_rows_cuda(grad_x, layout, grad, indices, k));
 }
 
 void topk_last_dim_kernel(const Tensor& x, int64_t k, bool largest, const Tensor& values, const Tensor& indices) {
   if (values.numel() == 0) return;
-  if (x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return topk_last_dim_cuda(x, k, largest, values, indices);
-#endif
-  }
-  topk_last_dim_cpu(x, k, largest, values, indices);
+  MINIDET_DEVICE_SWITCH(x, topk_last_dim_cpu(x, k, largest, values, indices),
+                        topk_last_dim_cuda(x, k, largest, values, indices));
 }
 
 }  // namespace ops::detail

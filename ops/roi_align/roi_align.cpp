@@ -8,6 +8,7 @@
 #include "core/deterministic.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/common/roi_checks.h"
 #include "ops/roi_align/roi_align_kernels.h"
 
@@ -53,18 +54,16 @@ RoiAlignGrads roi_align_backward_raw(const Tensor& grad_any, const Tensor& input
   const Tensor grad_output = grad_any.contiguous();
   if (need_input) grads.input = empty({g.batch, g.channels, g.height, g.width}, options);
   if (need_rois) grads.rois = empty({g.rois, 5}, options);
-  if (options.device.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    if (need_input)
-      ops::detail::roi_align_backward_input_cuda(grad_output, rois, argmax, grads.input, g,
-                                                 DeterministicMode::is_enabled());
-    if (need_rois)
-      ops::detail::roi_align_backward_rois_cuda(grad_output, input_any.contiguous(), rois, argmax, grads.rois, g);
-#endif
-  } else {
-    const Tensor input = need_rois ? input_any.contiguous() : Tensor();
-    ops::detail::roi_align_backward_cpu(grad_output, input, rois, argmax, grads.input, grads.rois, g);
-  }
+  const Tensor input = need_rois ? input_any.contiguous() : Tensor();  // only the rois' gradient reads it
+  // The CPU computes both gradients in one pass; CUDA has one kernel for each.
+  MINIDET_DEVICE_SWITCH(
+      options.device, ops::detail::roi_align_backward_cpu(grad_output, input, rois, argmax, grads.input, grads.rois, g),
+      [&] {
+        if (need_input)
+          ops::detail::roi_align_backward_input_cuda(grad_output, rois, argmax, grads.input, g,
+                                                     DeterministicMode::is_enabled());
+        if (need_rois) ops::detail::roi_align_backward_rois_cuda(grad_output, input, rois, argmax, grads.rois, g);
+      }());
   return grads;
 }
 
@@ -79,15 +78,9 @@ Tensor roi_align(const Tensor& input_any, const Tensor& rois_any, const RoIAlign
     rois = rois_any.contiguous();
     output = empty({g.rois, g.channels, g.pooled_h, g.pooled_w}, input.options());
     if (g.max_mode) argmax = empty(output.sizes(), TensorOptions(kInt64, input.device()));
-    if (output.numel() > 0) {
-      if (input.is_cuda()) {
-#if MINIDET_WITH_CUDA
-        ops::detail::roi_align_forward_cuda(input, rois, output, argmax, g);
-#endif
-      } else {
-        ops::detail::roi_align_forward_cpu(input, rois, output, argmax, g);
-      }
-    }
+    if (output.numel() > 0)
+      MINIDET_DEVICE_SWITCH(input, ops::detail::roi_align_forward_cpu(input, rois, output, argmax, g),
+                            ops::detail::roi_align_forward_cuda(input, rois, output, argmax, g));
   }
   // Saved: rois (the sample positions), argmax in max mode (the winning samples), and the input only when
   // the rois need a gradient (dv/dy reads the features; the input gradient never does).

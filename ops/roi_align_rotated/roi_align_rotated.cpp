@@ -4,6 +4,7 @@
 #include "core/deterministic.h"
 #include "core/factories.h"
 #include "core/grad_mode.h"
+#include "ops/common/device_switch.h"
 #include "ops/common/roi_checks.h"
 #include "ops/roi_align_rotated/roi_align_rotated.h"
 #include "ops/roi_align_rotated/roi_align_rotated_kernels.h"
@@ -41,13 +42,9 @@ Tensor backward_raw(const Tensor& grad_output, const Tensor& rois, const Shape& 
   const Tensor grad = grad_output.contiguous();
   Tensor grad_input = zeros(input_sizes, grad.options());
   if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
-  if (grad.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::roi_align_rotated_backward_cuda(grad, rois, grad_input, g, DeterministicMode::is_enabled());
-#endif
-  } else {
-    ops::detail::roi_align_rotated_backward_cpu(grad, rois, grad_input, g);
-  }
+  MINIDET_DEVICE_SWITCH(
+      grad, ops::detail::roi_align_rotated_backward_cpu(grad, rois, grad_input, g),
+      ops::detail::roi_align_rotated_backward_cuda(grad, rois, grad_input, g, DeterministicMode::is_enabled()));
   return grad_input;
 }
 
@@ -61,15 +58,9 @@ Tensor roi_align_rotated(const Tensor& input_any, const Tensor& rois_any, const 
     const Tensor input = input_any.contiguous();
     rois = rois_any.contiguous();
     output = empty({g.num_rois, g.channels, g.pooled_h, g.pooled_w}, input.options());
-    if (output.numel() > 0) {
-      if (input.is_cuda()) {
-#if MINIDET_WITH_CUDA
-        ops::detail::roi_align_rotated_forward_cuda(input, rois, output, g);
-#endif
-      } else {
-        ops::detail::roi_align_rotated_forward_cpu(input, rois, output, g);
-      }
-    }
+    if (output.numel() > 0)
+      MINIDET_DEVICE_SWITCH(input, ops::detail::roi_align_rotated_forward_cpu(input, rois, output, g),
+                            ops::detail::roi_align_rotated_forward_cuda(input, rois, output, g));
   }
   const Shape input_sizes = input_any.sizes();
   autograd::record(kOp, {input_any}, {output}, {rois},

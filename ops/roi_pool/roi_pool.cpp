@@ -2,6 +2,7 @@
 #include "autograd/function.h"
 #include "core/deterministic.h"
 #include "core/factories.h"
+#include "ops/common/device_switch.h"
 #include "ops/common/roi_checks.h"
 #include "ops/roi_pool/roi_pool.h"
 #include "ops/roi_pool/roi_pool_kernels.h"
@@ -35,13 +36,9 @@ Tensor roi_pool_backward_raw(const Tensor& grad_output, const Tensor& rois, cons
   const Tensor grad = grad_output.contiguous();
   Tensor grad_input = zeros(input_sizes, grad.options());
   if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
-  if (grad.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::roi_pool_backward_cuda(grad, rois, argmax, grad_input, g, DeterministicMode::is_enabled());
-#endif
-  } else {
-    ops::detail::roi_pool_backward_cpu(grad, rois, argmax, grad_input, g);
-  }
+  MINIDET_DEVICE_SWITCH(
+      grad, ops::detail::roi_pool_backward_cpu(grad, rois, argmax, grad_input, g),
+      ops::detail::roi_pool_backward_cuda(grad, rois, argmax, grad_input, g, DeterministicMode::is_enabled()));
   return grad_input;
 }
 
@@ -59,15 +56,9 @@ RoIPoolResult roi_pool_with_argmax(const Tensor& input_any, const Tensor& rois_a
     const Shape out_sizes = {g.num_rois, g.channels, g.pooled_height, g.pooled_width};
     result.output = empty(out_sizes, input.options());
     result.argmax = empty(out_sizes, TensorOptions(kInt64, input.device()));
-    if (result.output.numel() > 0) {
-      if (input.is_cuda()) {
-#if MINIDET_WITH_CUDA
-        ops::detail::roi_pool_forward_cuda(input, rois, result.output, result.argmax, g);
-#endif
-      } else {
-        ops::detail::roi_pool_forward_cpu(input, rois, result.output, result.argmax, g);
-      }
-    }
+    if (result.output.numel() > 0)
+      MINIDET_DEVICE_SWITCH(input, ops::detail::roi_pool_forward_cpu(input, rois, result.output, result.argmax, g),
+                            ops::detail::roi_pool_forward_cuda(input, rois, result.output, result.argmax, g));
   }
   const Shape input_sizes = input_any.sizes();
   autograd::record(kOp, {input_any, rois_any}, {result.output}, {rois, result.argmax},

@@ -6,6 +6,7 @@
 #include "autograd/function.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/softmax/softmax_kernels.h"
 
 namespace minidet {
@@ -19,22 +20,13 @@ namespace ops::detail {
 
 void softmax_forward_kernel(const Tensor& x, const RowLayout& layout, const Tensor& y, bool log) {
   if (y.numel() == 0) return;
-  if (y.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return softmax_forward_cuda(x, layout, y, log);
-#endif
-  }
-  softmax_forward_cpu(x, layout, y, log);
+  MINIDET_DEVICE_SWITCH(y, softmax_forward_cpu(x, layout, y, log), softmax_forward_cuda(x, layout, y, log));
 }
 
 void softmax_backward_kernel(const Tensor& y, const Tensor& dy, const RowLayout& layout, const Tensor& dx, bool log) {
   if (dx.numel() == 0) return;
-  if (dx.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return softmax_backward_cuda(y, dy, layout, dx, log);
-#endif
-  }
-  softmax_backward_cpu(y, dy, layout, dx, log);
+  MINIDET_DEVICE_SWITCH(dx, softmax_backward_cpu(y, dy, layout, dx, log),
+                        softmax_backward_cuda(y, dy, layout, dx, log));
 }
 
 }  // namespace ops::detail

@@ -6,6 +6,7 @@
 #include "autograd/function.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/reduction/reduction_kernels.h"  // scatter_rows_kernel: the backward
 #include "ops/sort/sort_kernels.h"
 
@@ -20,12 +21,8 @@ namespace ops::detail {
 void sort_rows(const Tensor& x, const RowLayout& layout, bool descending, const Tensor& values,
                const Tensor& indices) {
   if (x.numel() == 0) return;
-  if (x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    return sort_rows_cuda(x, layout, descending, values, indices);
-#endif
-  }
-  sort_rows_cpu(x, layout, descending, values, indices);
+  MINIDET_DEVICE_SWITCH(x, sort_rows_cpu(x, layout, descending, values, indices),
+                        sort_rows_cuda(x, layout, descending, values, indices));
 }
 
 }  // namespace ops::detail

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/grad_mode.h"
+#include "ops/common/device_switch.h"
 #include "ops/take_rows/take_rows_kernels.h"
 
 namespace minidet {
@@ -21,13 +22,8 @@ Tensor take_rows(const Tensor& x, const Tensor& index) {
   if (out.numel() == 0) return out;
   MINIDET_CHECK(x.size(1) > 0, "take_rows: x has no rows (K = 0) to take ", index.size(1), " from");
   const Tensor dense_x = x.contiguous(), dense_index = index.contiguous();
-  if (x.is_cuda()) {
-#if MINIDET_WITH_CUDA
-    ops::detail::take_rows_cuda(out, dense_x, dense_index);
-#endif
-  } else {
-    ops::detail::take_rows_cpu(out, dense_x, dense_index);
-  }
+  MINIDET_DEVICE_SWITCH(x, ops::detail::take_rows_cpu(out, dense_x, dense_index),
+                        ops::detail::take_rows_cuda(out, dense_x, dense_index));
   return out;
 }
 
