@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -48,6 +47,7 @@
 #include "examples/minidet/loss_watch.h"
 #include "examples/minidet/metrics.h"
 #include "examples/minidet/progress.h"
+#include "examples/minidet/stop_request.h"
 #include "examples/minidet/train_setup.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/lr_scheduler.h"
@@ -58,14 +58,6 @@ namespace minidet::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-volatile std::sig_atomic_t g_interrupted = 0;
-
-// Ctrl-C asks the loop to stop after the current step; a second Ctrl-C kills at once (the default action).
-void on_interrupt(int) {
-  g_interrupted = 1;
-  std::signal(SIGINT, SIG_DFL);
-}
 
 // Everything one training run holds between steps.
 struct Run {
@@ -234,6 +226,79 @@ void print_summary(const Run& run, int64_t step, double seconds) {
 }
 
 
+// The losses of the steps the watch holds, averaged over the ranks, now that the host reads them: the
+// values for the progress line, or the run's end at the first that is not finite.
+void read_losses(LossWatch& watch, Run& run, int64_t step, const Tensor& total, bool detect_anomaly,
+                 std::array<double, 5>& shown) {
+  for (const LossRow& row : mean_over_ranks(watch.take(), run.group)) {
+    const std::vector<double> values(row.values.begin(), row.values.end());
+    if (!std::isfinite(values[0])) {
+      auto local = run.ddp->no_sync();  // anomaly mode's extra backward must not start any all-reduce
+      fail_non_finite(row.step, values, total, detect_anomaly && row.step == step);
+    }
+    shown = row.values;
+  }
+}
+
+// The progress line and metrics.jsonl: a TrainRecord per step, with the images per second of the whole job
+// since the last logged step and the time left at the run's mean speed so far.
+class StepLog {
+ public:
+  StepLog(const Schedule& schedule, int64_t first, MetricsLog* metrics, Progress& progress)
+      : schedule_(schedule), first_(first), metrics_(metrics), progress_(progress) {}
+
+  // Returns the seconds since the loop started.
+  double add(int64_t step, const std::array<double, 5>& shown, double lr, int64_t images, bool logged) {
+    window_images_ += images;
+    const auto now = Clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    TrainRecord record{step, shown[0], {shown[1], shown[2], shown[3], shown[4]}, lr,
+                       window_images_ / std::max(1e-9, std::chrono::duration<double>(now - window_start_).count()),
+                       elapsed, (schedule_.steps - step) * elapsed / (step - first_ + 1)};
+    progress_.step(record, logged);
+    if (logged) {
+      if (metrics_) metrics_->add_train(record);
+      window_start_ = now;
+      window_images_ = 0;
+    }
+    return elapsed;
+  }
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  const Schedule& schedule_;
+  int64_t first_;
+  MetricsLog* metrics_;
+  Progress& progress_;
+  Clock::time_point start_ = Clock::now(), window_start_ = start_;
+  int64_t window_images_ = 0;
+};
+
+void print_banner(const Run& run, int64_t first) {
+  const Schedule& s = run.schedule();
+  if (run.group.size() > 1)
+    std::printf("data parallel: %d ranks, %lld images per rank per step\n", run.group.size(),
+                static_cast<long long>(s.batch / run.group.size()));
+  std::printf("minidet train: FasterRCNN with %lld parameters on %s; %lld training and %lld validation images; "
+              "%s steps %lld..%lld of %lld images\n",
+              static_cast<long long>(run.model->num_parameters()), run.device.is_cuda() ? "the GPU" : "the CPU",
+              static_cast<long long>(run.setup.data.train->size()), static_cast<long long>(run.setup.data.val->size()),
+              run.setup.resume ? "resuming," : "training", static_cast<long long>(first), static_cast<long long>(s.steps),
+              static_cast<long long>(s.batch));
+  std::printf("run folder %s\n", run.setup.folder.c_str());
+  std::fflush(stdout);
+}
+
+// Stopping before the last step: last.ckpt and the command that continues. Returns the exit code.
+int stop_early(const Run& run, int64_t step, bool interrupted, Progress& progress) {
+  if (run.group.is_main()) run.save("last.ckpt", step);
+  progress.print(std::string(interrupted ? "interrupted" : "stopped (--stop-after)") + " after step " +
+                 std::to_string(step) + "; saved " + run.path("last.ckpt") +
+                 "\nresume with: minidet train --resume " + run.setup.folder);
+  run.group.barrier("barrier after the last checkpoint");  // no rank exits before rank 0 has written it
+  return interrupted ? 130 : 0;
+}
+
 int train(const TrainArgs& args, dist::ProcessGroup& group) {
   set_threads(args.threads, group.local_size());
   Run run{group, prepare_training(args, group)};
@@ -249,34 +314,23 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
   if (main && !run.setup.resume) run.save("last.ckpt", 0);  // from here on, --resume always works (see the top)
   // Only rank 0 prints: N progress lines would be noise (errors still reach stderr).
   if (!main && std::freopen("/dev/null", "w", stdout) == nullptr) MINIDET_FAIL("cannot silence stdout");
-  if (group.size() > 1)
-    std::printf("data parallel: %d ranks, %lld images per rank per step\n", group.size(),
-                static_cast<long long>(s.batch / group.size()));
-  std::printf("minidet train: FasterRCNN with %lld parameters on %s; %lld training and %lld validation images; "
-              "%s steps %lld..%lld of %lld images\n",
-              static_cast<long long>(run.model->num_parameters()), run.device.is_cuda() ? "the GPU" : "the CPU",
-              static_cast<long long>(run.setup.data.train->size()), static_cast<long long>(run.setup.data.val->size()),
-              run.setup.resume ? "resuming," : "training", static_cast<long long>(first), static_cast<long long>(s.steps),
-              static_cast<long long>(s.batch));
-  std::printf("run folder %s\n", run.setup.folder.c_str());
-  std::fflush(stdout);
+  print_banner(run, first);
 
   std::optional<autograd::DetectAnomalyGuard> anomaly;
   if (args.detect_anomaly) anomaly.emplace();
-  g_interrupted = 0;
-  std::signal(SIGINT, on_interrupt);
+  StopRequest stop(group, args.stop_after);
   Progress progress(s.steps, s.log_every, /*allow_live=*/group.size() == 1);  // see Progress: mpirun's pty
-  const auto start = Clock::now();
-  auto window_start = start;
-  int64_t window_images = 0, step = first - 1;
+  StepLog log(s, first, metrics ? &*metrics : nullptr, progress);
   double eval_seconds = 0;  // spent in evaluations, which the eval lines' train_s leave out
   // The host reads the losses at every step where it needs them (see loss_watch.h); on the CPU and in
   // anomaly mode that is every step, so a non-finite loss stops the run before its optimizer step.
   LossWatch watch(s.log_every + 1, run.device);
   const bool look_every_step = !run.device.is_cuda() || args.detect_anomaly;
   std::array<double, 5> shown{};  // the last values read, for the progress line between logged steps
+  int64_t step = first - 1;
   while (step < s.steps) {
     ++step;
+    // Forward: the batch, the four losses and their total, kept on the device in the watch.
     const data::Batch batch = next_batch(*run.loader);
     plan.record(step, run.loader->epoch(), batch);
     const models::Losses losses = run.model->forward_train(batch, run.generator.get());
@@ -284,62 +338,33 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
     std::vector<Tensor> parts{total};
     for (const char* name : kLossNames) parts.push_back(losses.at(name).detach());
     watch.record(step, stack(parts).detach());
+
+    // What this step does besides training; the ranks agree on all of it.
     const bool logged = step % s.log_every == 0 || step == s.steps || step == 1;
     const bool evaluating = step == s.steps || (s.eval_every > 0 && step % s.eval_every == 0);
-    // A Ctrl-C on any rank stops all of them at the same step: alone, at once; with several ranks, at the next
-    // logged step (one host all-reduce there, where the losses are read anyway: an all-reduce every step
-    // would tie the ranks' hosts together each step, and any one's hiccup would stall the others).
-    bool interrupted = g_interrupted != 0;
-    if (group.size() > 1)
-      interrupted = (logged || evaluating) &&
-                    group.all_reduce_sum({interrupted ? 1.0 : 0.0}, "all-reduce of the stop flag")[0] > 0;
-    const bool stopping = interrupted || (args.stop_after > 0 && step >= args.stop_after);
-    if (look_every_step || logged || evaluating || stopping) {
-      for (const LossRow& row : mean_over_ranks(watch.take(), group)) {
-        const std::vector<double> values(row.values.begin(), row.values.end());
-        if (!std::isfinite(values[0])) {
-          auto local = run.ddp->no_sync();  // anomaly mode's extra backward must not start any all-reduce
-          fail_non_finite(row.step, values, total, args.detect_anomaly && row.step == step);
-        }
-        shown = row.values;
-      }
-    }
+    const bool stopping = stop.stop_after(step, logged || evaluating);
+    if (look_every_step || logged || evaluating || stopping)
+      read_losses(watch, run, step, total, args.detect_anomaly, shown);
+
+    // Backward and the update.
     const double lr = run.scheduler->lr();  // the rate this step uses; step() below sets the next one
     run.optimizer->zero_grad();
     run.ddp->backward(total);  // backward, with the gradients averaged over ranks as they become ready
     run.optimizer->step();
     run.scheduler->step();
 
-    window_images += batch.size() * group.size();  // images per second of the whole job
-    const auto now = Clock::now();
-    const double elapsed = std::chrono::duration<double>(now - start).count();
-    TrainRecord record{step, shown[0], {shown[1], shown[2], shown[3], shown[4]}, lr,
-                       window_images / std::max(1e-9, std::chrono::duration<double>(now - window_start).count()),
-                       elapsed, (s.steps - step) * elapsed / (step - first + 1)};
-    progress.step(record, logged);
-    if (logged) {
-      if (metrics) metrics->add_train(record);
-      window_start = now;
-      window_images = 0;
-    }
+    // Logging, the batch plan, evaluation and checkpoints.
+    const double elapsed = log.add(step, shown, lr, batch.size() * group.size(), logged);
     // Before any checkpoint of this step is saved; several ranks meet only where they meet anyway.
     if (group.size() == 1 || logged || evaluating || stopping) plan.flush();
     if (evaluating) {
+      const auto eval_start = Clock::now();
       evaluate_and_save(run, step, elapsed - eval_seconds, metrics ? &*metrics : nullptr, progress);
-      eval_seconds += std::chrono::duration<double>(Clock::now() - now).count();
+      eval_seconds += std::chrono::duration<double>(Clock::now() - eval_start).count();
     }
-
-    if (stopping && step < s.steps) {
-      if (main) run.save("last.ckpt", step);
-      progress.print(std::string(interrupted ? "interrupted" : "stopped (--stop-after)") + " after step " +
-                     std::to_string(step) + "; saved " + run.path("last.ckpt") +
-                     "\nresume with: minidet train --resume " + run.setup.folder);
-      group.barrier("barrier after the last checkpoint");  // no rank exits before rank 0 has written it
-      return interrupted ? 130 : 0;
-    }
+    if (stopping && step < s.steps) return stop_early(run, step, stop.interrupted(), progress);
   }
-  std::signal(SIGINT, SIG_DFL);
-  if (main) print_summary(run, step, std::chrono::duration<double>(Clock::now() - start).count());
+  if (main) print_summary(run, step, log.seconds());
   group.barrier("barrier at the end of training");
   return 0;
 }
