@@ -79,7 +79,7 @@ void copy_same_device(const Tensor& dst, const Tensor& src) {
 // that is part of the graph (a leaf that requires grad, or an op's output whose grad_fn would then describe
 // values that are gone), nor take their values from one (the gradient would silently stop there).
 void check_writable(const Tensor& t, const char* what, const Tensor* src = nullptr) {
-  if (t.is_read_only()) t.bump_version();  // throws before anything is written, naming the constant
+  t.storage()->check_writable();  // a read-only constant throws, naming itself, before anything is written
   if (!GradMode::is_enabled()) return;
   MINIDET_CHECK(!t.requires_grad(), "Tensor::", what, ": ",
                 t.is_leaf() ? "a leaf that requires grad" : "a tensor produced by a recorded op",

@@ -35,8 +35,12 @@ class StorageImpl {
 
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() {
-    if (read_only_reason_ != nullptr) refuse_write();
+    check_writable();
     version_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Throws if the storage is read-only: for a writer that must refuse before it writes.
+  void check_writable() const {
+    if (read_only_reason_ != nullptr) refuse_write();
   }
   // From now on every bump_version (so every in-place write) throws an Error with `reason` (a string literal:
   // it is kept, not copied). There is no way back: a shared constant stays one.

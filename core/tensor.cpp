@@ -357,7 +357,7 @@ const Tensor& Tensor::make_read_only(const char* reason) const {
 
 void Tensor::set_data(const Tensor& other) const {
   check_defined("set_data");
-  if (is_read_only()) storage()->bump_version();  // throws, naming the constant
+  storage()->check_writable();  // a read-only constant keeps its data
   MINIDET_CHECK(other.defined(), "Tensor::set_data: the new data is undefined");
   impl_->storage = other.storage();
   impl_->sizes = other.sizes();
