@@ -7,7 +7,7 @@
 //
 // train  one step as examples/minidet/train.cpp makes it: forward_train on a loader's CPU batch (which moves
 //        the images and targets to the device), total_loss, the five loss values recorded in the loop's
-//        LossWatch (examples/minidet/loss_watch.h: on the GPU they reach the host in one copy every
+//        LossWatch (engine/loss_watch.h: on the GPU they reach the host in one copy every
 //        log_every = 20 steps, on the CPU every step), zero_grad, backward, AdamW step, scheduler step.
 //        The batches come from the same loader (seed, flips) and are built before timing: the loop builds
 //        them on a background thread while the GPU trains, so their cost is not the step's.
@@ -51,10 +51,10 @@
 #include "data/loader/loader.h"
 #include "data/shapes/shapes_dataset.h"
 #include "data/transforms/transforms.h"
-#include "examples/minidet/evaluation.h"
-#include "examples/minidet/loss_watch.h"
-#include "examples/minidet/metrics.h"
-#include "examples/minidet/run_config.h"
+#include "engine/evaluation.h"
+#include "engine/loss_watch.h"
+#include "engine/metrics.h"
+#include "engine/run_config.h"
 #include "models/faster_rcnn/faster_rcnn.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/lr_scheduler.h"
@@ -71,12 +71,12 @@ namespace {
 constexpr int kCpuThreads = 2;
 constexpr int64_t kCpuBatch = 8;
 constexpr int64_t kHeldBatches = 4;  // distinct batches cycled through by the timed steps
-const int kCountedSteps = static_cast<int>(cli::Schedule{}.log_every);  // one LossWatch read per window
+const int kCountedSteps = static_cast<int>(engine::Schedule{}.log_every);  // one LossWatch read per window
 constexpr int kCountWarmupSteps = 5;  // before counting: see count_per_run
 
-// The synthetic shapes as `minidet train` opens them by default (examples/minidet/datasets.cpp).
+// The synthetic shapes as `minidet train` opens them by default (engine/datasets.cpp).
 data::ShapesOptions shapes_options() {
-  const cli::DataConfig d;
+  const engine::DataConfig d;
   data::ShapesOptions shapes;
   shapes.image_width = shapes.image_height = d.image_size;
   shapes.num_classes = models::DetectorConfig{}.num_classes;
@@ -86,7 +86,7 @@ data::ShapesOptions shapes_options() {
 }
 
 // The training loader of examples/minidet/train.cpp: shuffled by the seed, drop_last, random flips.
-data::LoaderOptions train_loader_options(const cli::Schedule& s, int64_t batch) {
+data::LoaderOptions train_loader_options(const engine::Schedule& s, int64_t batch) {
   data::LoaderOptions options;
   options.batch_size = batch;
   options.seed = s.seed;
@@ -101,16 +101,16 @@ std::string shape_of(int64_t batch) {
 
 // What `minidet train` builds (examples/minidet/train.cpp, build()) and what it does per step.
 struct Trainer {
-  cli::Schedule schedule;
+  engine::Schedule schedule;
   std::unique_ptr<Generator> generator;
   std::unique_ptr<models::FasterRCNN> model;
   std::unique_ptr<nn::Adam> optimizer;
   std::unique_ptr<nn::WarmupCosineLR> scheduler;
-  std::unique_ptr<cli::LossWatch> watch;
+  std::unique_ptr<engine::LossWatch> watch;
   bool look_every_step;  // the CPU reads the losses at every step (free there), the GPU at logged steps
   int64_t steps_done = 0;
 
-  Trainer(const Device& device, const cli::Schedule& s) : schedule(s), look_every_step(!device.is_cuda()) {
+  Trainer(const Device& device, const engine::Schedule& s) : schedule(s), look_every_step(!device.is_cuda()) {
     generator = std::make_unique<Generator>(s.seed);
     model = std::make_unique<models::FasterRCNN>(models::DetectorConfig{}, generator.get());
     model->use_cuda_graphs(s.cuda_graphs);
@@ -119,7 +119,7 @@ struct Trainer {
                                            nn::AdamOptions{0.9, 0.999, 1e-8, true});
     scheduler = std::make_unique<nn::WarmupCosineLR>(*optimizer, s.steps, s.min_lr_factor,
                                                      std::min(s.warmup, s.steps / 5));
-    watch = std::make_unique<cli::LossWatch>(s.log_every + 1, device);
+    watch = std::make_unique<engine::LossWatch>(s.log_every + 1, device);
   }
 
   void step(const data::Batch& batch) {
@@ -127,7 +127,7 @@ struct Trainer {
     const models::Losses losses = model->forward_train(batch, generator.get());
     const Tensor total = models::FasterRCNN::total_loss(losses);
     std::vector<Tensor> parts{total};
-    for (const char* name : cli::kLossNames) parts.push_back(losses.at(name).detach());
+    for (const char* name : engine::kLossNames) parts.push_back(losses.at(name).detach());
     watch->record(steps_done, stack(parts).detach());
     const bool logged = steps_done % schedule.log_every == 0 || steps_done == schedule.steps || steps_done == 1;
     if (look_every_step || logged) read_losses();
@@ -139,7 +139,7 @@ struct Trainer {
 
   // The loop's read of the watched losses (also before every evaluation); a non-finite one stops the run.
   void read_losses() {
-    for (const cli::LossRow& row : watch->take())
+    for (const engine::LossRow& row : watch->take())
       MINIDET_CHECK(std::isfinite(row.values[0]), "bench_detector: the loss of step ", row.step, " is not finite (",
                     row.values[0], ")");
   }
@@ -154,7 +154,7 @@ struct Workload {
 
   Workload(const Device& device, const data::Dataset& train, int64_t batch_size, bool cuda_graphs = true)
       : batch(batch_size) {
-    cli::Schedule schedule;
+    engine::Schedule schedule;
     schedule.cuda_graphs = cuda_graphs;
     trainer = std::make_unique<Trainer>(device, schedule);
     data::DataLoader loader(train, train_loader_options(schedule, batch));
@@ -253,7 +253,7 @@ void print_top_kernels(int64_t batch, const Counts& c) {
 void run_cpu(const data::Dataset& train, int reps) {
 #ifdef _OPENMP
   const int threads_before = omp_get_max_threads();
-  omp_set_num_threads(kCpuThreads);  // what `minidet train --threads 2` does (examples/minidet/checkpoints.cpp)
+  omp_set_num_threads(kCpuThreads);  // what `minidet train --threads 2` does (engine/checkpoints.cpp)
 #endif
   std::printf("\n== CPU, %d threads, steady clock, median of %d runs after 1 warm-up ==\n", kCpuThreads, reps);
   print_header(false);
@@ -320,9 +320,9 @@ struct AccuracyOptions {
   int64_t steps = 0;  // 0: the schedule's
 };
 
-// VOC mAP@0.5 over `dataset`, with the very pass `minidet train` evaluates with (examples/minidet/evaluation.cpp).
+// VOC mAP@0.5 over `dataset`, with the very pass `minidet train` evaluates with (engine/evaluation.cpp).
 double evaluate_map50(models::FasterRCNN& model, const data::Dataset& dataset, int64_t batch) {
-  return data::evaluate_voc(data::ground_truth_from_dataset(dataset), cli::predict(model, dataset, batch))
+  return data::evaluate_voc(data::ground_truth_from_dataset(dataset), engine::predict(model, dataset, batch))
       .mean_average_precision;
 }
 
@@ -331,7 +331,7 @@ int time_to_accuracy(const bench::Args& args, const AccuracyOptions& o) {
   const bool gpu = !args.skip_gpu && cuda::is_available();
   const Device device = gpu ? Device::cuda() : Device::cpu();
   const std::string device_name = gpu ? bench::gpu_device_name() : "cpu";
-  cli::Schedule s;
+  engine::Schedule s;
   if (o.steps > 0) s.steps = o.steps;
   const data::ShapesDataset train(data::Split::kTrain, shapes_options()), test(data::Split::kTest, shapes_options());
   Trainer trainer(device, s);

@@ -15,7 +15,7 @@ minidet's own data, for an exact comparison (detector_torch.py --data, --plan):
   CocoSplit     an export_shapes_coco folder's split (<dir>/train.json with <dir>/train/, or test): the very
                 images minidet trains on (examples/export_shapes_coco.cpp), decoded with torchvision.io, with
                 the boxes and labels minidet's CocoDataset gives (data/coco/coco_dataset.h).
-  plan_batches  replays a run's batches.jsonl (examples/minidet/batch_plan.h): the same images in the same
+  plan_batches  replays a run's batches.jsonl (engine/batch_plan.h): the same images in the same
                 order, mirrored where minidet's flip mirrored them, as float32 bit for bit what its loader made.
   coco_results  detections as a COCO results file, which minidet's `evaluate` program scores.
 """
@@ -25,7 +25,7 @@ import os
 
 IMAGE_SIZE = 128
 NUM_CLASSES = 3
-FLIP = 0.5  # examples/minidet/run_config.h, Schedule::flip_probability
+FLIP = 0.5  # engine/run_config.h, Schedule::flip_probability
 
 
 def inside_shape(np, kind, orientation, u, v):
@@ -205,7 +205,7 @@ class CocoSplit:
 
 
 def read_plan(path, steps):
-    """The first `steps` lines of a run's batches.jsonl (examples/minidet/batch_plan.h)."""
+    """The first `steps` lines of a run's batches.jsonl (engine/batch_plan.h)."""
     plan = []
     with open(path) as f:
         for line in f:

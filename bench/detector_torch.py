@@ -28,7 +28,7 @@ The model is minidet's DetectorConfig defaults rebuilt from torchvision parts:
 One step ("train") is what minidet's training loop does: move a CPU batch to the GPU (images in one copy, then
 boxes and labels per image), forward in training mode, sum the four losses, record the total and the four
 losses in a small device table that reaches the host in one copy every 20 steps (the loop's LossWatch,
-examples/minidet/loss_watch.h: the progress line and the non-finite check), zero_grad, backward, AdamW step,
+engine/loss_watch.h: the progress line and the non-finite check), zero_grad, backward, AdamW step,
 scheduler step. "infer" is one forward in eval mode under no_grad on a moved batch. Batches: 8 and
 16 images, four distinct batches cycled. Each timed with CUDA events (10 warm-up runs, median of --reps); then,
 over 20 more runs (one loss read) under torch.profiler, per run: CUDA kernels (kernel events), host-to-device and
@@ -58,7 +58,7 @@ The exact comparison (--time-to-accuracy with --data): minidet's data, batches a
                    writes exactly the images, boxes and labels `minidet train` uses by default (test_minidet_cli
                    checks it bit for bit). Decoded with torchvision.io; pixels become float32 as minidet's loader
                    makes them (bench/detector_data.py pixel_values).
-  --plan FILE      a run's batches.jsonl (examples/minidet/batch_plan.h): step k trains on the images the run's
+  --plan FILE      a run's batches.jsonl (engine/batch_plan.h): step k trains on the images the run's
                    step k trained on, in its order, mirrored where its random flip mirrored them (boxes
                    x -> W - x). Without --plan the twin shuffles and flips with numpy's generator seeded by --seed.
   --evaluate-bin   minidet's `evaluate` program (build/<preset>/examples/evaluate), required with --data: each
@@ -85,10 +85,10 @@ from detector_data import (IMAGE_SIZE, NUM_CLASSES, CocoSplit, batches, coco_res
 TRAIN_IMAGES, TEST_IMAGES = 2000, 200
 BATCHES = (8, 16)
 HELD_BATCHES = 4
-LOG_EVERY = 20  # examples/minidet/run_config.h, Schedule::log_every: how often the loop reads the losses
+LOG_EVERY = 20  # engine/run_config.h, Schedule::log_every: how often the loop reads the losses
 COUNTED_RUNS = LOG_EVERY
 LOSS_NAMES = ("loss_objectness", "loss_rpn_box_reg", "loss_classifier", "loss_box_reg")
-# examples/minidet/run_config.h, Schedule
+# engine/run_config.h, Schedule
 STEPS, BATCH, LR, WEIGHT_DECAY, WARMUP, MIN_LR_FACTOR, SEED = 750, 8, 3e-3, 1e-4, 100, 0.01, 0
 
 

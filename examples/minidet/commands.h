@@ -6,7 +6,13 @@
 #include <string>
 #include <vector>
 
+namespace minidet::engine {}
+
 namespace minidet::cli {
+
+// The commands are written over the training engine (engine/): its RunConfig, Trainer, evaluation and
+// checkpoints are named here without the prefix.
+using namespace minidet::engine;
 
 struct TrainArgs {
   std::string config_path;             // --config

@@ -19,7 +19,7 @@
 #include "data/image/draw.h"
 #include "data/image/image_io.h"
 #include "data/transforms/transforms.h"
-#include "examples/minidet/checkpoints.h"
+#include "engine/checkpoints.h"
 #include "examples/minidet/commands.h"
 #include "examples/minidet/inference_memory.h"
 

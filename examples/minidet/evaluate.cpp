@@ -11,10 +11,10 @@
 
 #include "core/error.h"
 #include "data/coco/coco_format.h"
-#include "examples/minidet/checkpoints.h"
+#include "engine/checkpoints.h"
 #include "examples/minidet/commands.h"
-#include "examples/minidet/datasets.h"
-#include "examples/minidet/evaluation.h"
+#include "engine/datasets.h"
+#include "engine/evaluation.h"
 #include "examples/minidet/inference_memory.h"
 
 namespace minidet::cli {

@@ -21,7 +21,7 @@
 #include "data/loader/loader.h"
 #include "data/shapes/shapes_dataset.h"
 #include "examples/minidet/cli_test_support.h"
-#include "examples/minidet/datasets.h"
+#include "engine/datasets.h"
 #include "nn/checkpoint/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -200,10 +200,10 @@ bool export_shapes(const fs::path& folder, const std::string& arguments) {
 TEST_CASE("values/minidet: export_shapes_coco writes the images, boxes and labels minidet train uses") {
   const fs::path folder = fresh_folder("export");
   REQUIRE(export_shapes(folder, "--size 128 --train 5 --test 3 --seed 0 --out shapes"));
-  cli::RunConfig config;  // the defaults: 128 px, 3 classes, dataset seed 0
+  engine::RunConfig config;  // the defaults: 128 px, 3 classes, dataset seed 0
   config.data.train_images = 5;
   config.data.test_images = 3;
-  const cli::Datasets opened = cli::open_datasets(config, true);
+  const engine::Datasets opened = engine::open_datasets(config, true);
   for (const auto& [split, drawn] : {std::pair{"train", opened.train.get()}, std::pair{"test", opened.val.get()}}) {
     CAPTURE(split);
     const data::CocoDataset exported((folder / "shapes" / (std::string(split) + ".json")).string(),

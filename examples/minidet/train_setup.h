@@ -5,10 +5,10 @@
 #include <optional>
 #include <string>
 
-#include "examples/minidet/checkpoints.h"
+#include "engine/checkpoints.h"
 #include "dist/process_group.h"
 #include "examples/minidet/commands.h"
-#include "examples/minidet/datasets.h"
+#include "engine/datasets.h"
 
 namespace minidet::cli {
 

@@ -1,6 +1,6 @@
 // See evaluation.h. Inference runs in batches through the same loader as training (no shuffle, no
 // transform), so an evaluation sees exactly the images a COCO export of the dataset would hold.
-#include "examples/minidet/evaluation.h"
+#include "engine/evaluation.h"
 
 #include <filesystem>
 
@@ -10,7 +10,7 @@
 #include "data/image/image_io.h"
 #include "data/loader/loader.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 std::vector<data::Detection> predict(models::FasterRCNN& model, const data::Dataset& dataset, int64_t batch,
                                      int64_t num_shards, int64_t shard_index) {
@@ -105,4 +105,4 @@ std::vector<std::string> draw_examples(const data::Dataset& dataset, const std::
   return written;
 }
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -1,5 +1,5 @@
 // See progress.h.
-#include "examples/minidet/progress.h"
+#include "engine/progress.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 Progress::Progress(int64_t total_steps, int64_t log_every, bool allow_live)
     : total_steps_(total_steps), log_every_(log_every), live_(allow_live && isatty(fileno(stdout)) != 0) {}
@@ -58,4 +58,4 @@ void Progress::print(const std::string& text) {
   std::fflush(stdout);
 }
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

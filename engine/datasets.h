@@ -7,9 +7,9 @@
 #include <string>
 
 #include "data/dataset/dataset.h"
-#include "examples/minidet/run_config.h"
+#include "engine/run_config.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 struct Datasets {
   std::unique_ptr<data::Dataset> train;  // null when only validation data was asked for
@@ -26,4 +26,4 @@ std::unique_ptr<data::Dataset> open_coco_validation(const RunConfig& config, con
 // the detector to pick how many shapes to draw).
 void adopt_classes(RunConfig& config, const data::Dataset& train);
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "examples/minidet/metrics.h"
+#include "engine/metrics.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 class Progress {
  public:
@@ -37,4 +37,4 @@ class Progress {
 // "1:05" or "1:02:05".
 std::string format_duration(double seconds);
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

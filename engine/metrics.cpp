@@ -1,6 +1,6 @@
 // See metrics.h. Lines are written one by one (one write(2) each), so an interrupted run loses nothing it
 // printed, and a write that fails (disk full) stops the run naming the file and the reason.
-#include "examples/minidet/metrics.h"
+#include "engine/metrics.h"
 
 #include <cmath>
 #include <fstream>
@@ -12,7 +12,7 @@
 #include "data/image/image_io.h"
 #include "data/image/plot.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 using nlohmann::json;
 using ordered = nlohmann::ordered_json;  // lines keep the documented key order
@@ -119,4 +119,4 @@ void MetricsLog::draw_plots(const std::string& folder) const {
   data::write_png(data::line_plot(scores, map_options), folder + "/map.png");
 }
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "examples/minidet/evaluation.h"
+#include "engine/evaluation.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 // The four losses of FasterRCNN::forward_train, in the order they are logged and plotted.
 constexpr std::array<const char*, 4> kLossNames = {"loss_objectness", "loss_rpn_box_reg", "loss_classifier",
@@ -52,4 +52,4 @@ class MetricsLog {
   std::vector<std::array<double, 3>> evals_;  // step, map50, coco AP
 };
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

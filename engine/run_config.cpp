@@ -1,13 +1,13 @@
 // RunConfig's JSON form. visit_run lists every key once, the detector's by nesting DetectorConfig::visit_keys;
 // the shared walkers of core/config_visitor.h write, read and override through it, so a key's full dotted
 // name ("detector.rpn.train.post_nms_top_n") is the same in config.json, in --set and in every message.
-#include "examples/minidet/run_config.h"
+#include "engine/run_config.h"
 
 #include "core/config_visitor.h"
 #include "core/error.h"
 #include "core/factories.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 namespace {
 
@@ -120,4 +120,4 @@ RunConfig RunConfig::from_tensor(const Tensor& bytes, const std::string& where) 
   return from_json(std::string(data.begin(), data.end()), where);
 }
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -23,7 +23,7 @@
 #include "data/loader/loader.h"
 #include "dist/process_group.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 class BatchPlan {
  public:
@@ -45,4 +45,4 @@ class BatchPlan {
   int64_t pending_steps_ = 0;
 };
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -1,5 +1,5 @@
 // See checkpoints.h.
-#include "examples/minidet/checkpoints.h"
+#include "engine/checkpoints.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,7 +12,7 @@
 #include "core/cuda/availability.h"
 #include "core/error.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 std::string checkpoint_path(const std::string& file_or_folder, bool prefer_best) {
   namespace fs = std::filesystem;
@@ -74,4 +74,4 @@ void set_threads(int threads, int ranks_on_this_machine) {
 #endif
 }
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -1,10 +1,10 @@
 // LossWatch (see loss_watch.h).
-#include "examples/minidet/loss_watch.h"
+#include "engine/loss_watch.h"
 
 #include "core/error.h"
 #include "core/factories.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 LossWatch::LossWatch(int64_t capacity, const Device& device)
     : table_(zeros({capacity, 5}, TensorOptions(kFloat64, device))) {
@@ -35,4 +35,4 @@ std::vector<LossRow> LossWatch::take() {
   return rows;
 }
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

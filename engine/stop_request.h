@@ -12,7 +12,7 @@
 
 #include "dist/process_group.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 class StopRequest {
  public:
@@ -34,4 +34,4 @@ class StopRequest {
   bool interrupted_ = false;
 };
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -1,8 +1,8 @@
-#include "examples/minidet/stop_request.h"
+#include "engine/stop_request.h"
 
 #include <csignal>
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 namespace {
 
@@ -30,4 +30,4 @@ bool StopRequest::stop_after(int64_t step, bool ranks_meet) {
   return interrupted || (stop_after_ > 0 && step >= stop_after_);
 }
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -19,7 +19,7 @@
 #include "core/tensor.h"
 #include "models/faster_rcnn/detector_config.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 // The optimisation schedule. 750 steps is the shortest of the schedules tried at which every seed's held-out
 // mAP@0.5 passes 0.95, minidet's and torchvision's alike (docs/parity.md#the-schedule); docs/detector.md
@@ -74,4 +74,4 @@ struct RunConfig {
 // The checkpoint entry that holds the RunConfig.
 constexpr const char* kConfigEntry = "minidet.config";
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -1,5 +1,5 @@
 // See batch_plan.h.
-#include "examples/minidet/batch_plan.h"
+#include "engine/batch_plan.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/file_write.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 using nlohmann::json;
 using ordered = nlohmann::ordered_json;  // lines keep the documented key order
@@ -75,4 +75,4 @@ void BatchPlan::flush() {
   append_to_file("", path_, text);
 }
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

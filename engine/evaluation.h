@@ -11,7 +11,7 @@
 #include "data/image/draw.h"
 #include "models/faster_rcnn/faster_rcnn.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 struct Scores {
   double map50 = 0;                  // VOC all-point AP at IoU 0.5, mean over classes
@@ -38,4 +38,4 @@ data::LabelledBoxes predictions_of(const data::Dataset& dataset, int64_t image_i
 std::vector<std::string> draw_examples(const data::Dataset& dataset, const std::vector<data::Detection>& detections,
                                        int64_t count, const std::string& folder, double min_score = 0.5);
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

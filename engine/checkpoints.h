@@ -10,11 +10,11 @@
 #include <string>
 
 #include "core/device.h"
-#include "examples/minidet/run_config.h"
+#include "engine/run_config.h"
 #include "models/faster_rcnn/faster_rcnn.h"
 #include "nn/checkpoint/checkpoint.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 constexpr const char* kBestMapEntry = "minidet.best_map50";
 
@@ -40,4 +40,4 @@ Device pick_device(const std::string& name);
 // start a thread per core and fight over them.
 void set_threads(int threads, int ranks_on_this_machine = 1);
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -1,11 +1,11 @@
 // See datasets.h. The shapes are sized by the data section; a COCO file's categories become the classes.
-#include "examples/minidet/datasets.h"
+#include "engine/datasets.h"
 
 #include "core/error.h"
 #include "data/coco/coco_dataset.h"
 #include "data/shapes/shapes_dataset.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 namespace {
 
@@ -61,4 +61,4 @@ void adopt_classes(RunConfig& config, const data::Dataset& train) {
   for (int64_t label = 1; label <= train.num_classes(); ++label) config.category_ids.push_back(train.category_id(label));
 }
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine

@@ -19,7 +19,7 @@
 
 #include "core/tensor.h"
 
-namespace minidet::cli {
+namespace minidet::engine {
 
 struct LossRow {
   int64_t step = 0;
@@ -42,4 +42,4 @@ class LossWatch {
   std::vector<int64_t> steps_;  // the step of each filled row
 };
 
-}  // namespace minidet::cli
+}  // namespace minidet::engine
