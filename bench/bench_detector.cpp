@@ -5,12 +5,12 @@
 //   bench_detector [--json PATH] [--cpu-reps N] [--gpu-reps N] [--skip-cpu] [--skip-gpu] [--batches 8,16]
 //   bench_detector --time-to-accuracy [--target 0.95] [--eval-every 50] [--steps N] [--json PATH]
 //
-// train  one step as examples/minidet/train.cpp makes it: forward_train on a loader's CPU batch (which moves
-//        the images and targets to the device), total_loss, the five loss values recorded in the loop's
-//        LossWatch (engine/loss_watch.h: on the GPU they reach the host in one copy every
-//        log_every = 20 steps, on the CPU every step), zero_grad, backward, AdamW step, scheduler step.
-//        The batches come from the same loader (seed, flips) and are built before timing: the loop builds
-//        them on a background thread while the GPU trains, so their cost is not the step's.
+// train  one step of the engine that `minidet train` runs (engine/trainer.h, Trainer::step): forward_train on
+//        a loader's CPU batch (which moves the images and targets to the device), total_loss, the five loss
+//        values recorded in the LossWatch (engine/loss_watch.h: on the GPU they reach the host in one copy
+//        every log_every = 20 steps, on the CPU every step), zero_grad, backward, AdamW step, scheduler step.
+//        The batches come from the trainer's own loader (seed, flips) and are drawn before timing: the loop
+//        draws them on a background thread while the GPU trains, so their cost is not the step's.
 // infer  forward_infer on one batch in eval mode (BatchNorm's running statistics), as the evaluation does.
 //
 // GPU: batch 8 and 16 (--batches), CUDA events around each step, the median after 10 warm-up steps (so the
@@ -22,8 +22,8 @@
 // moments and the step's activations).
 // CPU: batch 8 at 2 OpenMP threads (as `minidet train --threads 2`), steady clock, median of --cpu-reps.
 //
-// --time-to-accuracy trains from scratch with the default schedule (Schedule in examples/minidet/
-// run_config.h: 750 steps of 8 images, AdamW 3e-3, warm-up + cosine), on the GPU when there is one, and
+// --time-to-accuracy trains from scratch with the engine's loop (engine/train_loop.h) and the default schedule
+// (Schedule in engine/run_config.h: 750 steps of 8 images, AdamW 3e-3, warm-up + cosine), on the GPU when there is one, and
 // evaluates VOC mAP@0.5 on the 200 held-out images every --eval-every steps. The training clock stops during
 // evaluations (their time is reported apart). It prints the training time at which mAP@0.5 first reaches
 // --target, or the best mAP@0.5 and when it was reached if it never does. Timings are never asserted.
@@ -48,17 +48,10 @@
 #include "core/grad_mode.h"
 #include "core/transfer_counts.h"
 #include "data/eval/voc_eval.h"
-#include "data/loader/loader.h"
-#include "data/shapes/shapes_dataset.h"
-#include "data/transforms/transforms.h"
+#include "engine/datasets.h"
 #include "engine/evaluation.h"
-#include "engine/loss_watch.h"
-#include "engine/metrics.h"
-#include "engine/run_config.h"
-#include "models/faster_rcnn/faster_rcnn.h"
-#include "nn/optim/adam.h"
-#include "nn/optim/lr_scheduler.h"
-#include "ops/shape/cat.h"
+#include "engine/train_loop.h"
+#include "engine/trainer.h"
 #if MINIDET_WITH_CUDA
 #include "core/cuda/caching_allocator.h"
 #endif
@@ -74,97 +67,37 @@ constexpr int64_t kHeldBatches = 4;  // distinct batches cycled through by the t
 const int kCountedSteps = static_cast<int>(engine::Schedule{}.log_every);  // one LossWatch read per window
 constexpr int kCountWarmupSteps = 5;  // before counting: see count_per_run
 
-// The synthetic shapes as `minidet train` opens them by default (engine/datasets.cpp).
-data::ShapesOptions shapes_options() {
-  const engine::DataConfig d;
-  data::ShapesOptions shapes;
-  shapes.image_width = shapes.image_height = d.image_size;
-  shapes.num_classes = models::DetectorConfig{}.num_classes;
-  shapes.train_images = d.train_images;
-  shapes.test_images = d.test_images;
-  return shapes;
-}
-
-// The training loader of examples/minidet/train.cpp: shuffled by the seed, drop_last, random flips.
-data::LoaderOptions train_loader_options(const engine::Schedule& s, int64_t batch) {
-  data::LoaderOptions options;
-  options.batch_size = batch;
-  options.seed = s.seed;
-  options.drop_last = true;
-  options.transform = data::random_horizontal_flip(s.flip_probability);
-  return options;
-}
-
 std::string shape_of(int64_t batch) {
   return "tiny:N=" + std::to_string(batch) + ",128px,C=" + std::to_string(models::DetectorConfig{}.num_classes);
 }
 
-// What `minidet train` builds (examples/minidet/train.cpp, build()) and what it does per step.
-struct Trainer {
-  engine::Schedule schedule;
-  std::unique_ptr<Generator> generator;
-  std::unique_ptr<models::FasterRCNN> model;
-  std::unique_ptr<nn::Adam> optimizer;
-  std::unique_ptr<nn::WarmupCosineLR> scheduler;
-  std::unique_ptr<engine::LossWatch> watch;
-  bool look_every_step;  // the CPU reads the losses at every step (free there), the GPU at logged steps
-  int64_t steps_done = 0;
+// `minidet train`'s defaults with another batch size (and, for the eager twin, the graphs off).
+engine::RunConfig run_config(int64_t batch, bool cuda_graphs = true) {
+  engine::RunConfig config;
+  config.schedule.batch = batch;
+  config.schedule.cuda_graphs = cuda_graphs;
+  return config;
+}
 
-  Trainer(const Device& device, const engine::Schedule& s) : schedule(s), look_every_step(!device.is_cuda()) {
-    generator = std::make_unique<Generator>(s.seed);
-    model = std::make_unique<models::FasterRCNN>(models::DetectorConfig{}, generator.get());
-    model->use_cuda_graphs(s.cuda_graphs);
-    model->to(device);  // before the optimizer, which keeps the parameters it is given
-    optimizer = std::make_unique<nn::Adam>(std::vector<nn::ParamGroup>{{model->parameters(), s.lr, s.weight_decay}},
-                                           nn::AdamOptions{0.9, 0.999, 1e-8, true});
-    scheduler = std::make_unique<nn::WarmupCosineLR>(*optimizer, s.steps, s.min_lr_factor,
-                                                     std::min(s.warmup, s.steps / 5));
-    watch = std::make_unique<engine::LossWatch>(s.log_every + 1, device);
-  }
-
-  void step(const data::Batch& batch) {
-    ++steps_done;
-    const models::Losses losses = model->forward_train(batch, generator.get());
-    const Tensor total = models::FasterRCNN::total_loss(losses);
-    std::vector<Tensor> parts{total};
-    for (const char* name : engine::kLossNames) parts.push_back(losses.at(name).detach());
-    watch->record(steps_done, stack(parts).detach());
-    const bool logged = steps_done % schedule.log_every == 0 || steps_done == schedule.steps || steps_done == 1;
-    if (look_every_step || logged) read_losses();
-    optimizer->zero_grad();
-    total.backward();
-    optimizer->step();
-    scheduler->step();
-  }
-
-  // The loop's read of the watched losses (also before every evaluation); a non-finite one stops the run.
-  void read_losses() {
-    for (const engine::LossRow& row : watch->take())
-      MINIDET_CHECK(std::isfinite(row.values[0]), "bench_detector: the loss of step ", row.step, " is not finite (",
-                    row.values[0], ")");
-  }
-};
-
-// One measured configuration: a trainer and the batches its steps cycle through.
+// One measured configuration: the engine's trainer, as `minidet train` builds it, and the batches its steps
+// cycle through (drawn from its own loader before timing: the loop's loader works on a background thread
+// while the GPU trains, so drawing a batch is not the step's cost).
 struct Workload {
   int64_t batch;
-  std::unique_ptr<Trainer> trainer;
+  engine::Trainer trainer;
   std::vector<data::Batch> batches;
   size_t next = 0;
+  int64_t steps = 0;
 
   Workload(const Device& device, const data::Dataset& train, int64_t batch_size, bool cuda_graphs = true)
-      : batch(batch_size) {
-    engine::Schedule schedule;
-    schedule.cuda_graphs = cuda_graphs;
-    trainer = std::make_unique<Trainer>(device, schedule);
-    data::DataLoader loader(train, train_loader_options(schedule, batch));
-    for (int64_t i = 0; i < kHeldBatches; ++i) batches.push_back(*loader.next());
+      : batch(batch_size), trainer(run_config(batch_size, cuda_graphs), train, device) {
+    for (int64_t i = 0; i < kHeldBatches; ++i) batches.push_back(*trainer.loader().next());
   }
   const data::Batch& next_batch() { return batches[next++ % batches.size()]; }
-  void train_step() { trainer->step(next_batch()); }
+  void train_step() { trainer.step(++steps, next_batch()); }
   void infer() {
     NoGradGuard no_grad;
-    (void)trainer->model->forward_infer(next_batch());
+    (void)trainer.model().forward_infer(next_batch());
   }
 };
 
@@ -259,7 +192,7 @@ void run_cpu(const data::Dataset& train, int reps) {
   print_header(false);
   Workload w(Device::cpu(), train, kCpuBatch);
   report("cpu", w.batch, "train", bench::time_cpu_ms([&] { w.train_step(); }, reps), nullptr);
-  w.trainer->model->eval();
+  w.trainer.model().eval();
   report("cpu", w.batch, "infer", bench::time_cpu_ms([&] { w.infer(); }, reps), nullptr);
 #ifdef _OPENMP
   omp_set_num_threads(threads_before);
@@ -273,40 +206,40 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
   if (!bench::LaunchCounter::available()) std::printf("(built without CUPTI: kernel launches read n/a)\n");
   // All timings first, then all counts: CUPTI's callbacks slow every API call while subscribed.
   // "train" is the default step (the backbone and RPN head replayed as CUDA graphs), "train-eager" the same
-  // step with every op launched from the host (FasterRCNN::use_cuda_graphs(false)): the graphs' gain.
+  // step with every op launched from the host (schedule.cuda_graphs = false): the graphs' gain.
   std::vector<std::unique_ptr<Workload>> workloads, eager_workloads;
   std::vector<std::array<double, 3>> ms;
   for (int64_t batch : batch_sizes) {
     workloads.push_back(std::make_unique<Workload>(Device::cuda(), train, batch));
     Workload& w = *workloads.back();
-    w.trainer->model->train();
+    w.trainer.model().train();
     const double train_ms = bench::time_gpu_ms([&] { w.train_step(); }, reps);
-    const nn::GraphedCounts graphs = w.trainer->model->cuda_graph_counts();
+    const nn::GraphedCounts graphs = w.trainer.cuda_graphs()->counts();
     // What the replays cost the GPU alone: the floor under the backbone's share of a step.
-    const double graph_gpu_ms = w.trainer->model->cuda_graph_gpu_ms(50);
+    const double graph_gpu_ms = w.trainer.cuda_graphs()->replay_gpu_ms(50);
     eager_workloads.push_back(std::make_unique<Workload>(Device::cuda(), train, batch, /*cuda_graphs=*/false));
     Workload& e = *eager_workloads.back();
-    e.trainer->model->train();
+    e.trainer.model().train();
     const double eager_ms = bench::time_gpu_ms([&] { e.train_step(); }, reps);
-    std::printf("batch %lld: backbone + RPN head calls: %lld eager, %lld captured, %lld replayed\n",
+    std::printf("batch %lld: backbone and RPN head graph calls: %lld eager, %lld captured, %lld replayed\n",
                 static_cast<long long>(batch), static_cast<long long>(graphs.eager),
                 static_cast<long long>(graphs.captures), static_cast<long long>(graphs.replays));
     std::printf("batch %lld: GPU time of the backbone + RPN head forward and backward (graph replays back to back): "
                 "%.3f ms\n", static_cast<long long>(batch), graph_gpu_ms);
-    w.trainer->model->eval();
+    w.trainer.model().eval();
     ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps), eager_ms});
   }
   print_header(true);
   for (size_t i = 0; i < workloads.size(); ++i) {
     Workload& w = *workloads[i];
-    w.trainer->model->train();
+    w.trainer.model().train();
     const Counts train_counts = count_per_run([&] { w.train_step(); });
     report(device, w.batch, "train", ms[i][0], &train_counts);
     if (i == 0) print_top_kernels(w.batch, train_counts);
     Workload& e = *eager_workloads[i];
     const Counts eager_counts = count_per_run([&] { e.train_step(); });
     report(device, e.batch, "train-eager", ms[i][2], &eager_counts);
-    w.trainer->model->eval();
+    w.trainer.model().eval();
     const Counts infer_counts = count_per_run([&] { w.infer(); });
     report(device, w.batch, "infer", ms[i][1], &infer_counts);
   }
@@ -331,33 +264,27 @@ int time_to_accuracy(const bench::Args& args, const AccuracyOptions& o) {
   const bool gpu = !args.skip_gpu && cuda::is_available();
   const Device device = gpu ? Device::cuda() : Device::cpu();
   const std::string device_name = gpu ? bench::gpu_device_name() : "cpu";
-  engine::Schedule s;
-  if (o.steps > 0) s.steps = o.steps;
-  const data::ShapesDataset train(data::Split::kTrain, shapes_options()), test(data::Split::kTest, shapes_options());
-  Trainer trainer(device, s);
-  data::DataLoader loader(train, train_loader_options(s, s.batch));
+  engine::RunConfig config;
+  if (o.steps > 0) config.schedule.steps = o.steps;
+  config.schedule.eval_every = o.eval_every;
+  const engine::Schedule& s = config.schedule;
+  const engine::Datasets data = engine::open_datasets(config, true);
+  engine::Trainer trainer(config, *data.train, device);
   std::printf("== time to accuracy on %s: %lld steps of %lld images, mAP@0.5 on %lld held-out images every %lld "
               "steps, target %.3f ==\n",
               device_name.c_str(), static_cast<long long>(s.steps), static_cast<long long>(s.batch),
-              static_cast<long long>(test.size()), static_cast<long long>(o.eval_every), o.target);
+              static_cast<long long>(data.val->size()), static_cast<long long>(o.eval_every), o.target);
   std::fflush(stdout);
   double train_seconds = 0, eval_seconds = 0, best = -1, best_seconds = 0;
-  int64_t best_step = 0, step = 0;
+  int64_t best_step = 0;
   auto segment_start = Clock::now();
-  while (step < s.steps) {
-    ++step;
-    std::optional<data::Batch> batch = loader.next();
-    if (!batch) {  // an epoch ran dry: the next one, as train.cpp's next_batch
-      loader.start_epoch(loader.epoch() + 1);
-      batch = loader.next();
-    }
-    trainer.step(*batch);
-    if (step % o.eval_every != 0 && step != s.steps) continue;
-    trainer.read_losses();  // the loop reads the watch before it evaluates
+  // The engine's loop, as `minidet train` runs it; the evaluation hook stops the training clock.
+  engine::TrainHooks hooks;
+  hooks.evaluate = [&](int64_t step) {
     if (gpu) cuda::synchronize();  // the step's last kernels belong to the training clock
     const auto eval_start = Clock::now();
     train_seconds += std::chrono::duration<double>(eval_start - segment_start).count();
-    const double map50 = evaluate_map50(*trainer.model, test, s.batch);
+    const double map50 = evaluate_map50(trainer.model(), *data.val, s.batch);
     segment_start = Clock::now();
     eval_seconds += std::chrono::duration<double>(segment_start - eval_start).count();
     std::printf("step %4lld  mAP@0.5 %.4f  training %.2f s  evaluation %.2f s\n", static_cast<long long>(step), map50,
@@ -368,18 +295,19 @@ int time_to_accuracy(const bench::Args& args, const AccuracyOptions& o) {
       best_seconds = train_seconds;
       best_step = step;
     }
-    if (map50 >= o.target) break;
-  }
+  };
+  hooks.stop_after = [&](int64_t, bool) { return best >= o.target; };  // the step after the one that reached it
+  const int64_t steps_run = engine::train(trainer, 1, hooks).step;
   const bool reached = best >= o.target;
   if (reached)
     std::printf("reached mAP@0.5 %.4f >= %.3f at step %lld after %.2f s of training (%.2f s of evaluation)\n", best,
                 o.target, static_cast<long long>(best_step), best_seconds, eval_seconds);
   else
     std::printf("never reached mAP@0.5 %.3f in %lld steps: best %.4f at step %lld after %.2f s of training\n",
-                o.target, static_cast<long long>(step), best, static_cast<long long>(best_step), best_seconds);
+                o.target, static_cast<long long>(steps_run), best, static_cast<long long>(best_step), best_seconds);
   std::ostringstream extra;
   extra << "\"target\":" << o.target << ",\"reached\":" << (reached ? "true" : "false") << ",\"map50\":" << best
-        << ",\"step\":" << best_step << ",\"steps_run\":" << step << ",\"train_seconds_total\":" << train_seconds
+        << ",\"step\":" << best_step << ",\"steps_run\":" << steps_run << ",\"train_seconds_total\":" << train_seconds
         << ",\"eval_seconds\":" << eval_seconds;
   emit("detector", device_name, "shapes:N=" + std::to_string(s.batch) + ",128px,C=3", "tta", 1000 * best_seconds,
        extra.str());
@@ -421,7 +349,8 @@ int main(int argc, char** argv) {
       },
       "[--batches 8,16] [--time-to-accuracy [--target 0.95] [--eval-every 50] [--steps N]]");
   if (accuracy_mode) return time_to_accuracy(args, accuracy);
-  const data::ShapesDataset train(data::Split::kTrain, shapes_options());
+  const engine::Datasets data = engine::open_datasets(engine::RunConfig{}, true);  // `minidet train`'s default data
+  const data::Dataset& train = *data.train;
   return bench::run(
       args, [&] { run_cpu(train, args.cpu_reps); },
       [&](const std::string& device) { run_gpu(device, train, batch_sizes, args.gpu_reps); });

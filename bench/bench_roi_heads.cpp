@@ -13,13 +13,15 @@
 // freshly initialised, so inference scores are near uniform (1/(C+1)): with C = 3 every candidate passes the
 // 0.05 threshold and NMS has the most work, with C = 80 almost none does. roi_heads_torch.py draws the same
 // distributions (not the same numbers). Each timed run is one whole call as a user makes it, its host
-// synchronisations included.
+// synchronisations included: training reads the proposals as one padded table, as the RPN hands them over
+// (built once, outside the timer, by pad_proposals), inference as per-image lists.
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "bench/bench_common.h"
 #include "core/factories.h"
+#include "models/common/padded_proposals.h"
 #include "models/roi_heads/roi_heads.h"
 #include "ops/elementwise/binary.h"
 #include "ops/shape/shape.h"
@@ -84,10 +86,11 @@ void run_all(const Device& device, const std::string& device_name, Timer timer) 
       gt_labels.push_back(randint(1, w.classes + 1, {w.objects}, kInt64, &g).to(device));
       sizes.push_back({w.height * w.stride, w.width * w.stride});
     }
+    const models::PaddedProposals padded = models::pad_proposals(proposals);  // the RPN's training output
     Generator sampler(8);
     const double train_ms = timer([&] {
       heads.zero_grad();
-      const auto losses = heads.forward_train(features, proposals, gt_boxes, gt_labels, &sampler);
+      const auto losses = heads.forward_train(features, padded, gt_boxes, gt_labels, &sampler);
       add(losses.at("loss_classifier"), losses.at("loss_box_reg")).backward();
     });
     std::printf("%-10s %-36s %-8s %10.4f\n", "roi_heads", shape_of(w).c_str(), "train", train_ms);

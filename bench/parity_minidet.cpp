@@ -91,13 +91,13 @@ void put_eval(nn::Checkpoint& out, models::FasterRCNN& model, const data::Batch&
   model.eval();
   NoGradGuard no_grad;
   const std::array<int64_t, 2> size{images.size(2), images.size(3)};
-  const Tensor features = model.backbone->forward(images);
-  const models::RPNHeadOutput head = model.rpn->head->forward(features);
+  const Tensor features = (*model.backbone)(images);
+  const models::RPNHeadOutput head = (*model.rpn->head)(features);
   out.put("eval.features", features);
   out.put("eval.objectness", head.objectness);
   out.put("eval.deltas", head.deltas);
   out.put("eval.anchors", model.rpn->anchors(size, features));
-  const std::vector<Tensor> proposals = model.rpn->forward_infer(features, size, batch.image_sizes).proposals;
+  const std::vector<Tensor> proposals = model.rpn->forward_infer(features, size, batch.image_sizes);
   std::vector<Tensor> rois;
   for (size_t n = 0; n < proposals.size(); ++n) {
     out.put("eval.proposals." + std::to_string(n), proposals[n]);
@@ -124,7 +124,7 @@ void put_eval(nn::Checkpoint& out, models::FasterRCNN& model, const data::Batch&
   }
 }
 
-// One training step as FasterRCNN::forward_train takes it (eager), with the samplers' choices recovered.
+// One training step as FasterRCNN::forward_train takes it, with the samplers' choices recovered.
 void put_step(nn::Checkpoint& out, int64_t step, models::FasterRCNN& model, nn::Optimizer& optimizer,
               const Tensor& images, const std::vector<Tensor>& boxes, const std::vector<Tensor>& labels,
               const data::Batch& batch, Generator& generator) {
@@ -144,8 +144,8 @@ void put_step(nn::Checkpoint& out, int64_t step, models::FasterRCNN& model, nn::
   const nn::NamedTensors buffers = model.named_buffers();
   std::vector<Tensor> saved;
   for (const auto& [name, buffer] : buffers) saved.push_back(buffer.clone());
-  const Tensor features = model.backbone->forward(images);
-  const models::RPNHeadOutput head = model.rpn->head->forward(features);
+  const Tensor features = (*model.backbone)(images);
+  const models::RPNHeadOutput head = (*model.rpn->head)(features);
   for (size_t i = 0; i < buffers.size(); ++i) buffers[i].second.copy_(saved[i]);
   const std::array<int64_t, 2> size{images.size(2), images.size(3)};
   const Tensor anchors = model.rpn->anchors(size, features);
@@ -204,7 +204,6 @@ int main(int argc, char** argv) {
     for (const std::string& assignment : sets) config.set(assignment);
     Generator generator(seed);
     models::FasterRCNN model(config, &generator);
-    model.use_cuda_graphs(false);
     if (!weights.empty()) nn::restore_training_state(nn::load_checkpoint(weights), model, nullptr, nullptr, nullptr);
     if (!save_weights.empty()) nn::save_checkpoint(save_weights, nn::capture_training_state(model, nullptr, nullptr, nullptr, {}));
     const DType dtype = dtype_name == "float32" ? kFloat32 : kFloat64;

@@ -21,6 +21,10 @@
 
 namespace minidet::engine {
 
+// The four losses of FasterRCNN::forward_train, in the order they are recorded, logged and plotted.
+constexpr std::array<const char*, 4> kLossNames = {"loss_objectness", "loss_rpn_box_reg", "loss_classifier",
+                                                   "loss_box_reg"};
+
 struct LossRow {
   int64_t step = 0;
   std::array<double, 5> values{};  // total, then metrics.h's kLossNames order

@@ -15,12 +15,9 @@
 #include <vector>
 
 #include "engine/evaluation.h"
+#include "engine/loss_watch.h"
 
 namespace minidet::engine {
-
-// The four losses of FasterRCNN::forward_train, in the order they are logged and plotted.
-constexpr std::array<const char*, 4> kLossNames = {"loss_objectness", "loss_rpn_box_reg", "loss_classifier",
-                                                   "loss_box_reg"};
 
 struct TrainRecord {
   int64_t step = 0;

@@ -37,7 +37,7 @@ struct Schedule {
   uint64_t seed = 0;           // weights, data order, flips and the samplers
   int64_t detection_images = 4;  // validation images drawn into detections/ at each evaluation
   bool cuda_graphs = true;       // on a GPU, replay the backbone and RPN head as CUDA graphs (same results,
-                                 // FasterRCNN::use_cuda_graphs)
+                                 // engine/cuda_graphs.h)
 };
 
 // Where images come from: the synthetic shapes (train_json empty) or COCO instances files.

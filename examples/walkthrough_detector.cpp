@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
 
     // The step's own generator: the RPN's sampler draws from it first, then the RoI sampler.
     Generator step_gen(seed);
-    const Tensor features = model.backbone->forward(images);
+    const Tensor features = (*model.backbone)(images);
     autograd::retain_grad(features);
     {  // a look inside the backbone (not part of the step's graph)
       NoGradGuard no_grad;
@@ -213,11 +213,12 @@ int main(int argc, char** argv) {
     }
     row("features (N, F, H/8, W/8)", features);
 
-    const models::RPNOutput rpn = model.rpn->forward_train(features, image_size, batch.image_sizes, boxes, &step_gen);
+    const models::RPNTrainOutput rpn =
+        model.rpn->forward_train(features, image_size, batch.image_sizes, boxes, &step_gen);
     {  // what rpn->forward_train did inside, recomputed without a graph
       NoGradGuard no_grad;
       const Tensor anchors = model.rpn->anchors(image_size, features);
-      const models::RPNHeadOutput head = model.rpn->head->forward(features);
+      const models::RPNHeadOutput head = (*model.rpn->head)(features);
       const Tensor objectness = models::flatten_objectness(head.objectness);
       const Tensor deltas = models::flatten_deltas(head.deltas);
       row("anchors (K = h*w*A, 4)", anchors, "A = 9: sizes {16,32,64} x ratios {0.5,1,2}");
@@ -246,8 +247,12 @@ int main(int argc, char** argv) {
       std::printf("    (recomputed with that draw: loss_objectness %.6f, the step's %.6f)\n",
                   check.objectness.item<double>(), rpn.losses.objectness.item<double>());
     }
-    const Tensor& proposals = rpn.proposals[0];
-    row("proposals of image 0 (P, 4)", proposals,
+    // The proposals stay one padded table with the counts on the device (no step of training reads them on
+    // the host); the walkthrough reads image 0's count to show its rows.
+    row("proposal table (N, P, 4)", rpn.proposals.boxes, "P = 300: image n's proposals are its first counts[n] rows");
+    const int64_t count = rpn.proposals.counts.to(Device::cpu()).to_vector<int64_t>()[0];
+    const Tensor proposals = rpn.proposals.boxes.select(0, 0).narrow(0, 0, count);
+    row("proposals of image 0 (counts[0], 4)", proposals,
         std::string("<= 300 after NMS 0.7; requires_grad = ") + (proposals.requires_grad() ? "true" : "false"));
     if (proposals.size(0) > 0 && !gt_labels.empty()) {
       const std::vector<double> best = max(box_iou(boxes[0], proposals), 1).values.to_vector<double>();
@@ -257,7 +262,7 @@ int main(int argc, char** argv) {
     // The RoI heads, as RoIHeads::forward_train: sample, then forward_box_head's two steps (split here so
     // the pooled features can be shown), then the losses.
     const models::RoIHeadsOptions& ro = model.roi_heads->options();
-    const models::RoISample sample = models::sample_rois(rpn.proposals, boxes, labels, ro, &step_gen);
+    const models::RoISample sample = models::sample_rois_padded(rpn.proposals, boxes, labels, ro, &step_gen);
     const std::vector<int64_t> roi_labels = sample.labels.to_vector<int64_t>();
     const std::vector<bool> valid = sample.valid.to_vector<bool>();
     int64_t positives = 0, sampled = 0;
@@ -266,7 +271,7 @@ int main(int argc, char** argv) {
       positives += valid[k] && roi_labels[k] >= 1;
     }
     row("sampled rois (K, 5): (image, x1, y1, x2, y2)", sample.rois,
-        "K = min(" + std::to_string(ro.batch_size_per_image) + ", P + M); " + std::to_string(sampled) +
+        "K = min(" + std::to_string(ro.batch_size_per_image) + ", P + M) per image; " + std::to_string(sampled) +
             " sampled, " + std::to_string(positives) + " positive (quota " +
             std::to_string(models::BalancedPositiveNegativeSampler(ro.batch_size_per_image, ro.positive_fraction)
                                .positive_quota()) + ")");
@@ -308,15 +313,14 @@ int main(int argc, char** argv) {
       NoGradGuard no_grad;  // the same step as one call (BatchNorm uses batch statistics: the same numbers)
       Generator same(seed);
       const TransferCounts before = transfer_counts();
-      const double whole =
-          models::FasterRCNN::total_loss(model.forward_train(images, batch.boxes, batch.labels, batch.image_sizes, &same))
-              .item<double>();
+      // The loader's batch as the training loop hands it over: checked on the host, then moved.
+      const double whole = models::FasterRCNN::total_loss(model.forward_train(batch, &same)).item<double>();
       const TransferCounts copies = transfer_counts() - before;
       std::printf("  model.forward_train with the same seed: total %.6f -> %s\n", whole,
                   std::fabs(whole - total.item<double>()) <= 1e-6 * std::fabs(whole) ? "the same" : "DIFFERENT");
       if (device.is_cuda())
-        std::printf("  its copies (forward only, targets on the host): %lld device-to-host, %lld host-to-device "
-                    "(the final .item() included)\n", static_cast<long long>(copies.device_to_host),
+        std::printf("  its copies (forward only, from the loader's CPU batch): %lld device-to-host, %lld "
+                    "host-to-device (the final .item() included)\n", static_cast<long long>(copies.device_to_host),
                     static_cast<long long>(copies.host_to_device));
     }
     std::ofstream(dot_path) << autograd::to_dot({total});

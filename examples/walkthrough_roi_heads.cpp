@@ -20,6 +20,7 @@
 #include "autograd/engine.h"
 #include "core/cuda/availability.h"
 #include "core/factories.h"
+#include "models/common/padded_proposals.h"
 #include "models/roi_heads/roi_heads.h"
 #include "ops/boxes/box_iou.h"
 #include "ops/elementwise/binary.h"
@@ -81,9 +82,11 @@ int main(int argc, char** argv) {
   models::RoIHeads heads(o);
   heads.to(device);
 
-  // 1. Target assignment.
+  // 1. Target assignment, as RoIHeads::forward_train makes it: from the proposals as one padded table (the
+  // RPN's training output; pad_proposals builds it from a list), N = 1 image here.
   Generator sample_gen(seed);
-  const models::RoISample s = models::sample_rois({proposals}, {gt_boxes}, {gt_labels}, o, &sample_gen);
+  const models::RoISample s =
+      models::sample_rois_padded(models::pad_proposals({proposals}), {gt_boxes}, {gt_labels}, o, &sample_gen);
   const Tensor candidates = cat({proposals, gt_boxes}, 0);
   const std::vector<double> best_iou = max(box_iou(gt_boxes, candidates), 0).values.to_vector<double>();
   const std::vector<double> cand = candidates.to_vector<double>();

@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   std::printf("\n2. The head: conv3x3 + ReLU, then one 1x1 conv per output\n");
   {
     NoGradGuard no_grad;
-    const models::RPNHeadOutput out = rpn.head->forward(features);
+    const models::RPNHeadOutput out = (*rpn.head)(features);
     print_shape("objectness (N, A, h, w)", out.objectness);
     print_shape("deltas (N, 4A, h, w)", out.deltas);
     print_shape("flatten_objectness (N, h*w*A), anchor order", models::flatten_objectness(out.objectness));
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
 
   // 3. Proposals of the untrained head.
   const auto report = [&](const char* when, int64_t shown) {
-    const std::vector<Tensor> proposals = rpn.forward_infer(features, image_size, {image_size}).proposals;
+    const std::vector<Tensor> proposals = rpn.forward_infer(features, image_size, {image_size});
     const std::vector<double> boxes = proposals[0].to_vector<double>(), ious = ious_with(proposals[0], object);
     std::printf("  %s: %lld proposals\n", when,
                 static_cast<long long>(proposals[0].size(0)));
@@ -136,15 +136,18 @@ int main(int argc, char** argv) {
   nn::Adam adam({{rpn.parameters(), lr}});
   for (int64_t step = 0; step <= steps; ++step) {
     Generator sampling(seed + 100 + step);
-    const models::RPNOutput out = rpn.forward_train(features, image_size, {image_size}, {object}, &sampling);
+    const models::RPNTrainOutput out = rpn.forward_train(features, image_size, {image_size}, {object}, &sampling);
     const Tensor loss = add(out.losses.objectness, out.losses.box);
     if (step % std::max<int64_t>(1, steps / 10) == 0 || step == steps) {
-      const std::vector<double> ious = ious_with(out.proposals[0], object);
+      // The training proposals are one padded table: image 0's are its first counts[0] rows.
+      const int64_t count = out.proposals.counts.to_vector<int64_t>()[0];
+      const Tensor proposals = out.proposals.boxes.select(0, 0).narrow(0, 0, count);
+      const std::vector<double> ious = ious_with(proposals, object);
       double best = 0;
       for (double v : ious) best = std::max(best, v);
       std::printf("  step %3lld  objectness %.4f  box %.4f  proposals %2lld  IoU: top-scoring %.3f, best %.3f\n",
                   static_cast<long long>(step), out.losses.objectness.item<double>(), out.losses.box.item<double>(),
-                  static_cast<long long>(out.proposals[0].size(0)), ious.empty() ? 0.0 : ious[0], best);
+                  static_cast<long long>(count), ious.empty() ? 0.0 : ious[0], best);
     }
     if (step == steps) break;
     adam.zero_grad();

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/factories.h"
+#include "ops/shape/cat.h"
 
 namespace minidet::data {
 
@@ -111,6 +112,35 @@ Batch collate(const std::vector<Sample>& samples, const std::vector<int64_t>& in
     batch.flipped.push_back(sample.flipped);
   }
   return batch;
+}
+
+Batch to_device(const Batch& batch, const TensorOptions& image_options) {
+  const char* op = "data::to_device";
+  MINIDET_CHECK(batch.images.defined(), op, ": the batch has no images");
+  MINIDET_CHECK(batch.boxes.size() == batch.labels.size(), op, ": expected one labels tensor per boxes tensor, got ",
+                batch.labels.size(), " and ", batch.boxes.size());
+  Batch out = batch;
+  out.images = batch.images.to(image_options);
+  if (batch.boxes.empty()) return out;
+  std::vector<Tensor> boxes, labels;
+  for (size_t n = 0; n < batch.boxes.size(); ++n) {
+    const Tensor &b = batch.boxes[n], &l = batch.labels[n];
+    MINIDET_CHECK(b.defined() && l.defined() && b.dim() == 2 && b.size(1) == 4 && l.dim() == 1 &&
+                      l.size(0) == b.size(0),
+                  op, ": expected boxes[", n, "] of shape (M, 4) and labels[", n, "] of shape (M)");
+    boxes.push_back(batch.boxes[n].detach().to(image_options.dtype));
+    labels.push_back(batch.labels[n]);
+  }
+  const Tensor all_boxes = cat(boxes, 0).to(image_options.device);
+  const Tensor all_labels = cat(labels, 0).to(image_options.device);
+  int64_t offset = 0;
+  for (size_t n = 0; n < batch.boxes.size(); ++n) {
+    const int64_t objects = batch.boxes[n].size(0);
+    out.boxes[n] = all_boxes.narrow(0, offset, objects);
+    out.labels[n] = all_labels.narrow(0, offset, objects);
+    offset += objects;
+  }
+  return out;
 }
 
 }  // namespace minidet::data

@@ -94,4 +94,11 @@ class DataLoader {
 // Stacks samples into a Batch (no transform). Exposed for tests and custom loops.
 Batch collate(const std::vector<Sample>& samples, const std::vector<int64_t>& indices);
 
+// The batch where a model of `image_options` (dtype, device) reads it: images converted to those options,
+// every image's boxes to the images' dtype and device, labels to the device; image_sizes, image_ids, indices
+// and flipped copied. The targets travel as two copies, all boxes in one and all labels in the other, each
+// image's tensors being views (narrow) of them, instead of 2 x batch copies of a few bytes each (every copy
+// to a GPU is an API call and a staging copy). An image without objects gets (0, 4) and (0) views.
+Batch to_device(const Batch& batch, const TensorOptions& image_options);
+
 }  // namespace minidet::data

@@ -1,8 +1,7 @@
-// `minidet train`: the training loop of examples/train_detector.cpp grown into a run that can be watched,
-// interrupted and continued. Per step: the next batch (random flips), forward_train's four losses, recorded
-// in a LossWatch (on the GPU they stay there until a logged step reads them all in one copy), backward,
-// AdamW, the warm-up + cosine schedule. Every eval_every steps and at the end: the held-out evaluation, the plots,
-// the detection pictures and the checkpoints. batches.jsonl records each step's images and flips (batch_plan.h).
+// `minidet train`: the engine's loop (engine/train_loop.h, over engine/trainer.h's step) with the hooks
+// that make it a run that can be watched, interrupted and continued: the progress line and metrics.jsonl
+// after each step, batches.jsonl (each step's images and flips, engine/batch_plan.h), and every eval_every
+// steps and at the end the held-out evaluation, the plots, the detection pictures and the checkpoints.
 //
 // Exact resume: a checkpoint holds the weights, BatchNorm's statistics, AdamW's moments, the schedule's
 // step, the samplers' generator and (step, epoch). The loader's order and flips are functions of
@@ -16,12 +15,10 @@
 // steps again, to the same bits. A run killed before that first save has no last.ckpt and is started again
 // with its original command.
 //
-// Data parallel (`mpirun -np N minidet train`, dist/): schedule.batch is the global batch; each rank trains
-// on its batch / N images of every global batch (the loader's shards) and DistributedDataParallel averages
-// the gradients, so N ranks take the steps one process would take, in the same data order. That is why
-// --resume works with any number of ranks: the checkpoint does not depend on it. Whenever the loss values
-// are read (see LossWatch) they are averaged over ranks, and a Ctrl-C on any rank is shared by a host-only
-// all-reduce of one flag per step, so every rank makes the same decisions (a non-finite loss, stopping).
+// Data parallel (`mpirun -np N minidet train`, dist/): the Trainer splits every global batch over the ranks,
+// so --resume works with any number of ranks (the checkpoint does not depend on it). The losses it reads are
+// averaged over ranks, and a Ctrl-C on any rank is shared at the next step where the ranks meet
+// (engine/stop_request.h), so every rank makes the same decisions (a non-finite loss, stopping).
 // Evaluation is sharded too, and rank 0 gathers the detections and scores them. Only rank 0 prints, logs,
 // plots and writes checkpoints. BatchNorm uses each rank's own batch statistics (no SyncBatchNorm); rank
 // 0's running statistics are copied to all after each step. Any error on one rank stops all of them
@@ -29,29 +26,24 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "autograd/anomaly.h"
 #include "core/error.h"
 #include "core/factories.h"
-#include "data/loader/loader.h"
-#include "dist/ddp.h"
 #include "engine/batch_plan.h"
-#include "examples/minidet/commands.h"
 #include "engine/evaluation.h"
-#include "engine/loss_watch.h"
 #include "engine/metrics.h"
 #include "engine/progress.h"
 #include "engine/stop_request.h"
+#include "engine/train_loop.h"
+#include "examples/minidet/commands.h"
 #include "examples/minidet/train_setup.h"
-#include "nn/optim/adam.h"
-#include "nn/optim/lr_scheduler.h"
-#include "ops/shape/cat.h"
 
 namespace minidet::cli {
 
@@ -59,27 +51,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Everything one training run holds between steps.
+// One run: what prepare_training settled, the engine's trainer, and the best held-out mAP@0.5 so far.
 struct Run {
-  dist::ProcessGroup& group;
   TrainSetup setup;
-  Device device = Device::cpu();
-  std::unique_ptr<Generator> generator;
-  std::unique_ptr<models::FasterRCNN> model;
-  std::unique_ptr<nn::Adam> optimizer;
-  std::unique_ptr<nn::WarmupCosineLR> scheduler;
-  std::unique_ptr<data::DataLoader> loader;
-  std::unique_ptr<dist::DistributedDataParallel> ddp;
+  Trainer trainer;
   double best_map50 = -1;
 
   const Schedule& schedule() const { return setup.config.schedule; }
   std::string path(const std::string& name) const { return setup.folder + "/" + name; }
+  dist::ProcessGroup& group() { return trainer.group(); }
 
   // MINIDET_TEST_PAUSE_IN_CHECKPOINT_WRITE=ms is a test-only hook (test_minidet_crash.cpp): it sleeps
   // between writing "<name>.tmp" and renaming it, so a test can kill the run in the middle of a save.
   void save(const std::string& name, int64_t step) const {
-    nn::Checkpoint checkpoint =
-        nn::capture_training_state(*model, optimizer.get(), scheduler.get(), generator.get(), {step, loader->epoch()});
+    nn::Checkpoint checkpoint = trainer.capture(step);
     checkpoint.put(kConfigEntry, setup.config.to_tensor());
     checkpoint.put(kBestMapEntry, from_vector<double>({best_map50}));
     std::function<void()> pause;
@@ -89,94 +74,15 @@ struct Run {
   }
 };
 
-void build(Run& run, const TrainArgs& args) {
-  const Schedule& s = run.schedule();
-  dist::ProcessGroup& group = run.group;
-  // One rank: any --device, cuda:N included. Several: one GPU per rank, cuda:<local rank>.
-  run.device = group.size() > 1 ? group.pick_device(args.device) : pick_device(args.device);
-  MINIDET_CHECK(s.batch % group.size() == 0, "schedule.batch ", s.batch, " is the global batch: it must be a multiple ",
-                "of the ", group.size(), " ranks");
-  run.generator = std::make_unique<Generator>(s.seed);
-  run.model = std::make_unique<models::FasterRCNN>(run.setup.config.detector, run.generator.get());
-  run.model->use_cuda_graphs(s.cuda_graphs);
-  run.model->to(run.device);
-  run.optimizer = std::make_unique<nn::Adam>(std::vector<nn::ParamGroup>{{run.model->parameters(), s.lr, s.weight_decay}},
-                                             nn::AdamOptions{0.9, 0.999, 1e-8, true});
-  run.scheduler = std::make_unique<nn::WarmupCosineLR>(*run.optimizer, s.steps, s.min_lr_factor,
-                                                       std::min(s.warmup, s.steps / 5));
-  data::LoaderOptions loader_options;
-  loader_options.batch_size = s.batch / group.size();
-  loader_options.num_shards = group.size();
-  loader_options.shard_index = group.rank();
-  loader_options.seed = s.seed;
-  loader_options.drop_last = true;
-  loader_options.transform = data::random_horizontal_flip(s.flip_probability);
-  run.loader = std::make_unique<data::DataLoader>(*run.setup.data.train, loader_options);
-  MINIDET_CHECK(run.loader->batches_per_epoch() >= 1, "the training data has ", run.setup.data.train->size(),
-                " images, fewer than one batch of ", s.batch);
-}
-
-// Restores the checkpoint and replays the data order up to its step. Returns the step to continue after.
+// The checkpoint's state and data position (Trainer::restore). Returns the step to continue after.
 int64_t restore(Run& run) {
   const RunCheckpoint& checkpoint = *run.setup.resume;
-  nn::TrainingProgress progress;
+  run.best_map50 = checkpoint.best_map50;
   try {
-    progress = nn::restore_training_state(checkpoint.checkpoint, *run.model, run.optimizer.get(),
-                                          run.scheduler.get(), run.generator.get());
+    return run.trainer.restore(checkpoint.checkpoint);
   } catch (const Error& e) {
     MINIDET_FAIL("checkpoint '", checkpoint.path, "' cannot be resumed (", e.message(), ")");
   }
-  run.best_map50 = checkpoint.best_map50;
-  run.loader->start_epoch(progress.epoch);
-  // Batches are drawn lazily (a new epoch starts when the previous one runs dry), so after `step` steps the
-  // loader is in `epoch` with step - epoch * batches_per_epoch of its batches consumed.
-  const int64_t consumed = progress.step - progress.epoch * run.loader->batches_per_epoch();
-  MINIDET_CHECK(consumed >= 0 && consumed <= run.loader->batches_per_epoch(), "checkpoint '", checkpoint.path,
-                "': step ", progress.step, " and epoch ", progress.epoch, " do not fit ",
-                run.loader->batches_per_epoch(), " batches per epoch");
-  for (int64_t i = 0; i < consumed; ++i) run.loader->next();
-  return progress.step;
-}
-
-data::Batch next_batch(data::DataLoader& loader) {
-  std::optional<data::Batch> batch = loader.next();
-  if (!batch) {
-    loader.start_epoch(loader.epoch() + 1);
-    batch = loader.next();
-  }
-  return std::move(*batch);
-}
-
-// The error for a non-finite loss: the step, the parts that are not finite and, in anomaly mode, the op
-// whose backward produced the first NaN (found by running backward once more under the anomaly checks).
-[[noreturn]] void fail_non_finite(int64_t step, const std::vector<double>& values, const Tensor& total,
-                                  bool detect_anomaly) {
-  std::string parts;
-  for (size_t i = 0; i < kLossNames.size(); ++i)
-    if (!std::isfinite(values[i + 1]))
-      parts += std::string(parts.empty() ? "" : ", ") + kLossNames[i] + " = " +
-               (std::isnan(values[i + 1]) ? "nan" : values[i + 1] > 0 ? "inf" : "-inf");
-  std::string op = " (run with --detect-anomaly to find the op)";
-  if (detect_anomaly) {
-    op = " (anomaly mode found no NaN in backward)";
-    try {
-      total.backward();
-    } catch (const Error& e) {
-      op = "; " + e.message();
-    }
-  }
-  MINIDET_FAIL("step ", step, ": the loss is not finite (", parts.empty() ? "the total" : parts, ")", op);
-}
-
-// The ranks' mean losses, so that every rank sees the same values and takes the same decisions.
-std::vector<LossRow> mean_over_ranks(std::vector<LossRow> rows, dist::ProcessGroup& group) {
-  if (group.size() == 1) return rows;
-  std::vector<double> flat;
-  for (const LossRow& row : rows) flat.insert(flat.end(), row.values.begin(), row.values.end());
-  flat = group.all_reduce_sum(flat, "all-reduce of the loss values");
-  for (size_t r = 0; r < rows.size(); ++r)
-    for (size_t i = 0; i < rows[r].values.size(); ++i) rows[r].values[i] = flat[r * rows[r].values.size() + i] / group.size();
-  return rows;
 }
 
 // The held-out evaluation: table, metrics line, plots, pictures, checkpoints.
@@ -185,9 +91,9 @@ std::vector<LossRow> mean_over_ranks(std::vector<LossRow> rows, dist::ProcessGro
 void evaluate_and_save(Run& run, int64_t step, double train_seconds, MetricsLog* metrics, Progress& progress) {
   const auto start = Clock::now();
   const data::Dataset& val = *run.setup.data.val;
-  dist::ProcessGroup& group = run.group;
+  dist::ProcessGroup& group = run.group();
   const std::vector<double> packed = group.gather_to_main(
-      pack_detections(predict(*run.model, val, run.schedule().batch, group.size(), group.rank())),
+      pack_detections(predict(run.trainer.model(), val, run.schedule().batch, group.size(), group.rank())),
       "gather of the evaluation's detections");
   if (!group.is_main()) return;
   std::vector<data::Detection> detections = unpack_detections(packed);
@@ -215,7 +121,7 @@ void evaluate_and_save(Run& run, int64_t step, double train_seconds, MetricsLog*
 void print_summary(const Run& run, int64_t step, double seconds) {
   const std::string& f = run.setup.folder;
   std::printf("\ntrained %lld steps in %s on %s\n", static_cast<long long>(step), format_duration(seconds).c_str(),
-              run.device.is_cuda() ? "the GPU" : "the CPU");
+              run.trainer.device().is_cuda() ? "the GPU" : "the CPU");
   std::printf("run folder   %s\n", f.c_str());
   std::printf("metrics      %s/metrics.jsonl  (config: %s/config.json)\n", f.c_str(), f.c_str());
   std::printf("plots        %s/loss.png  %s/map.png\n", f.c_str(), f.c_str());
@@ -223,21 +129,6 @@ void print_summary(const Run& run, int64_t step, double seconds) {
   std::printf("checkpoints  %s/last.ckpt  %s/best.ckpt (mAP@0.5 %.4f)\n", f.c_str(), f.c_str(), run.best_map50);
   std::printf("next         minidet eval --checkpoint %s    minidet detect --checkpoint %s IMAGES... --out DIR\n",
               f.c_str(), f.c_str());
-}
-
-
-// The losses of the steps the watch holds, averaged over the ranks, now that the host reads them: the
-// values for the progress line, or the run's end at the first that is not finite.
-void read_losses(LossWatch& watch, Run& run, int64_t step, const Tensor& total, bool detect_anomaly,
-                 std::array<double, 5>& shown) {
-  for (const LossRow& row : mean_over_ranks(watch.take(), run.group)) {
-    const std::vector<double> values(row.values.begin(), row.values.end());
-    if (!std::isfinite(values[0])) {
-      auto local = run.ddp->no_sync();  // anomaly mode's extra backward must not start any all-reduce
-      fail_non_finite(row.step, values, total, detect_anomaly && row.step == step);
-    }
-    shown = row.values;
-  }
 }
 
 // The progress line and metrics.jsonl: a TrainRecord per step, with the images per second of the whole job
@@ -274,14 +165,16 @@ class StepLog {
   int64_t window_images_ = 0;
 };
 
-void print_banner(const Run& run, int64_t first) {
+void print_banner(Run& run, int64_t first) {
   const Schedule& s = run.schedule();
-  if (run.group.size() > 1)
-    std::printf("data parallel: %d ranks, %lld images per rank per step\n", run.group.size(),
-                static_cast<long long>(s.batch / run.group.size()));
+  const int ranks = run.group().size();
+  if (ranks > 1)
+    std::printf("data parallel: %d ranks, %lld images per rank per step\n", ranks,
+                static_cast<long long>(s.batch / ranks));
   std::printf("minidet train: FasterRCNN with %lld parameters on %s; %lld training and %lld validation images; "
               "%s steps %lld..%lld of %lld images\n",
-              static_cast<long long>(run.model->num_parameters()), run.device.is_cuda() ? "the GPU" : "the CPU",
+              static_cast<long long>(run.trainer.model().num_parameters()),
+              run.trainer.device().is_cuda() ? "the GPU" : "the CPU",
               static_cast<long long>(run.setup.data.train->size()), static_cast<long long>(run.setup.data.val->size()),
               run.setup.resume ? "resuming," : "training", static_cast<long long>(first), static_cast<long long>(s.steps),
               static_cast<long long>(s.batch));
@@ -290,22 +183,27 @@ void print_banner(const Run& run, int64_t first) {
 }
 
 // Stopping before the last step: last.ckpt and the command that continues. Returns the exit code.
-int stop_early(const Run& run, int64_t step, bool interrupted, Progress& progress) {
-  if (run.group.is_main()) run.save("last.ckpt", step);
+int stop_early(Run& run, int64_t step, bool interrupted, Progress& progress) {
+  if (run.group().is_main()) run.save("last.ckpt", step);
   progress.print(std::string(interrupted ? "interrupted" : "stopped (--stop-after)") + " after step " +
                  std::to_string(step) + "; saved " + run.path("last.ckpt") +
                  "\nresume with: minidet train --resume " + run.setup.folder);
-  run.group.barrier("barrier after the last checkpoint");  // no rank exits before rank 0 has written it
+  run.group().barrier("barrier after the last checkpoint");  // no rank exits before rank 0 has written it
   return interrupted ? 130 : 0;
+}
+
+// One rank: any --device, cuda:N included. Several: one GPU per rank, cuda:<local rank>.
+Device training_device(const std::string& name, dist::ProcessGroup& group) {
+  return group.size() > 1 ? group.pick_device(name) : pick_device(name);
 }
 
 int train(const TrainArgs& args, dist::ProcessGroup& group) {
   set_threads(args.threads, group.local_size());
-  Run run{group, prepare_training(args, group)};
-  build(run, args);
+  TrainSetup setup = prepare_training(args, group);
+  const RunConfig config = setup.config;
+  const data::Dataset& train_set = *setup.data.train;
+  Run run{std::move(setup), Trainer(config, train_set, training_device(args.device, group), group, args.detect_anomaly)};
   const int64_t first = run.setup.resume ? restore(run) + 1 : 1;
-  // After restore: every rank read the checkpoint, and DDP's broadcast from rank 0 makes sure they agree.
-  run.ddp = std::make_unique<dist::DistributedDataParallel>(*run.model, group);
   const Schedule& s = run.schedule();
   const bool main = group.is_main();
   std::optional<MetricsLog> metrics;  // only rank 0 writes metrics.jsonl
@@ -321,50 +219,24 @@ int train(const TrainArgs& args, dist::ProcessGroup& group) {
   StopRequest stop(group, args.stop_after);
   Progress progress(s.steps, s.log_every, /*allow_live=*/group.size() == 1);  // see Progress: mpirun's pty
   StepLog log(s, first, metrics ? &*metrics : nullptr, progress);
-  double eval_seconds = 0;  // spent in evaluations, which the eval lines' train_s leave out
-  // The host reads the losses at every step where it needs them (see loss_watch.h); on the CPU and in
-  // anomaly mode that is every step, so a non-finite loss stops the run before its optimizer step.
-  LossWatch watch(s.log_every + 1, run.device);
-  const bool look_every_step = !run.device.is_cuda() || args.detect_anomaly;
-  std::array<double, 5> shown{};  // the last values read, for the progress line between logged steps
-  int64_t step = first - 1;
-  while (step < s.steps) {
-    ++step;
-    // Forward: the batch, the four losses and their total, kept on the device in the watch.
-    const data::Batch batch = next_batch(*run.loader);
-    plan.record(step, run.loader->epoch(), batch);
-    const models::Losses losses = run.model->forward_train(batch, run.generator.get());
-    const Tensor total = models::FasterRCNN::total_loss(losses);
-    std::vector<Tensor> parts{total};
-    for (const char* name : kLossNames) parts.push_back(losses.at(name).detach());
-    watch.record(step, stack(parts).detach());
+  double elapsed = 0, eval_seconds = 0;  // evaluations' time, which the eval lines' train_s leave out
 
-    // What this step does besides training; the ranks agree on all of it.
-    const bool logged = step % s.log_every == 0 || step == s.steps || step == 1;
-    const bool evaluating = step == s.steps || (s.eval_every > 0 && step % s.eval_every == 0);
-    const bool stopping = stop.stop_after(step, logged || evaluating);
-    if (look_every_step || logged || evaluating || stopping)
-      read_losses(watch, run, step, total, args.detect_anomaly, shown);
-
-    // Backward and the update.
-    const double lr = run.scheduler->lr();  // the rate this step uses; step() below sets the next one
-    run.optimizer->zero_grad();
-    run.ddp->backward(total);  // backward, with the gradients averaged over ranks as they become ready
-    run.optimizer->step();
-    run.scheduler->step();
-
-    // Logging, the batch plan, evaluation and checkpoints.
-    const double elapsed = log.add(step, shown, lr, batch.size() * group.size(), logged);
+  TrainHooks hooks;
+  hooks.stop_after = [&](int64_t step, bool ranks_meet) { return stop.stop_after(step, ranks_meet); };
+  hooks.after_step = [&](const StepReport& r) {
+    plan.record(r.step, run.trainer.loader().epoch(), r.batch);
+    elapsed = log.add(r.step, r.losses, r.lr, r.batch.size() * group.size(), r.logged);
     // Before any checkpoint of this step is saved; several ranks meet only where they meet anyway.
-    if (group.size() == 1 || logged || evaluating || stopping) plan.flush();
-    if (evaluating) {
-      const auto eval_start = Clock::now();
-      evaluate_and_save(run, step, elapsed - eval_seconds, metrics ? &*metrics : nullptr, progress);
-      eval_seconds += std::chrono::duration<double>(Clock::now() - eval_start).count();
-    }
-    if (stopping && step < s.steps) return stop_early(run, step, stop.interrupted(), progress);
-  }
-  if (main) print_summary(run, step, log.seconds());
+    if (group.size() == 1 || r.ranks_meet) plan.flush();
+  };
+  hooks.evaluate = [&](int64_t step) {
+    const auto start = Clock::now();
+    evaluate_and_save(run, step, elapsed - eval_seconds, metrics ? &*metrics : nullptr, progress);
+    eval_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  const LoopEnd end = engine::train(run.trainer, first, hooks);
+  if (end.stopped) return stop_early(run, end.step, stop.interrupted(), progress);
+  if (main) print_summary(run, end.step, log.seconds());
   group.barrier("barrier at the end of training");
   return 0;
 }

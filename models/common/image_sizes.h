@@ -1,10 +1,17 @@
 // The (height, width) of each image before padding (data::Batch::image_sizes), as the detector's blocks take
-// it, and the one check they share on it (internal).
+// it (ImageSizes), and the one check they share on it (detail::check_image_sizes, internal).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <vector>
+
+namespace minidet::models {
+
+// (height, width) of each image before padding, as data::Batch::image_sizes.
+using ImageSizes = std::vector<std::array<int64_t, 2>>;
+
+}  // namespace minidet::models
 
 namespace minidet::models::detail {
 

@@ -1,5 +1,5 @@
 // PaddedProposals: every image's proposals in one fixed-size table, for a training step without a host
-// synchronisation (rpn_proposals_padded -> sample_rois).
+// synchronisation (RPN::forward_train's rpn_proposals_padded -> RoIHeads::forward_train's sample_rois_padded).
 //
 //   boxes   (N, P, 4)  image n's proposals are rows 0..counts[n]-1 of boxes[n], in decreasing score order;
 //                      the rows after them are boxes that are not proposals (never used as such)
@@ -8,7 +8,13 @@
 // P is fixed by the options (min(post_nms_top_n, pre_nms_top_n, anchors)), so every shape of the step is
 // known without looking at the data; per-image std::vector<Tensor> proposals need their sizes on the host,
 // one device-to-host copy per step.
+//
+// pad_proposals builds the table from per-image proposals (P_n, 4), for tests and walkthroughs that start
+// from lists: P = max_n P_n, the rows past each image's count are zeros. It knows the counts on the host, so
+// it costs one host-to-device copy of them (no device-to-host copy).
 #pragma once
+
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -18,5 +24,9 @@ struct PaddedProposals {
   Tensor boxes;   // (N, P, 4), detached
   Tensor counts;  // (N) int64
 };
+
+// proposals[n] (P_n, 4), all of one floating dtype and one device, at least one image (N = 0 would leave
+// the dtype and device unknown). Returns boxes (N, max P_n, 4), detached, and counts (N) on that device.
+PaddedProposals pad_proposals(const std::vector<Tensor>& proposals);
 
 }  // namespace minidet::models

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/factories.h"
+#include "data/loader/loader.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/shape/shape.h"
@@ -79,12 +80,12 @@ FasterRCNN::FasterRCNN(const DetectorConfig& config, Generator* generator)
   RoIHeadsOptions roi_options = config_.roi_heads;
   roi_options.generator = &gen;
   roi_options.check_targets = false;  // checked once, here, with the image bounds too
-  // rpn_proposals returns only rows whose sides are >= min_size, a test NaN fails, after clipping to the
-  // image: every proposal is finite, and the image indices are the sampler's own. No check needed, no sync.
+  // The RPN's proposal table holds boxes clipped to the image whose sides are >= min_size (a test NaN fails),
+  // then zero boxes (models/rpn/rpn_proposals.cpp): every row is finite, and the image indices are the
+  // sampler's own. No check needed, no sync.
   roi_options.check_proposal_values = false;
   backbone = register_module("backbone", std::make_shared<Backbone>(backbone_options));
   rpn = register_module("rpn", std::make_shared<RPN>(rpn_options));
-  use_cuda_graphs(true);
   roi_heads = register_module("roi_heads", std::make_shared<RoIHeads>(roi_options));
 }
 
@@ -93,15 +94,11 @@ TensorOptions FasterRCNN::parameter_options() const {
   return params.empty() ? TensorOptions() : params.front().options();
 }
 
-ImageSizes FasterRCNN::checked_image_sizes(const char* op, const Tensor& images, const ImageSizes& image_sizes) const {
+ImageSizes FasterRCNN::checked_batch_shape(const char* op, const Tensor& images, const ImageSizes& image_sizes) const {
   ops::check_defined(op, images, "images");
   const int64_t channels = config_.backbone.in_channels;
   MINIDET_CHECK(images.dim() == 4 && images.size(1) == channels, op, ": expected images of shape (N, ", channels,
                 ", H, W), got ", images.sizes());
-  const TensorOptions model = parameter_options();
-  MINIDET_CHECK(images.dtype() == model.dtype && images.device() == model.device, op,
-                ": images are ", images.dtype(), " on ", images.device(), " but the model is ", model.dtype, " on ",
-                model.device, " (move one with to())");
   const int64_t n = images.size(0), height = images.size(2), width = images.size(3);
   MINIDET_CHECK(n > 0 && height > 0 && width > 0, op, ": expected at least one non-empty image, got ",
                 images.sizes());
@@ -117,6 +114,15 @@ ImageSizes FasterRCNN::checked_image_sizes(const char* op, const Tensor& images,
   return image_sizes;
 }
 
+ImageSizes FasterRCNN::checked_image_sizes(const char* op, const Tensor& images, const ImageSizes& image_sizes) const {
+  const ImageSizes sizes = checked_batch_shape(op, images, image_sizes);
+  const TensorOptions model = parameter_options();
+  MINIDET_CHECK(images.dtype() == model.dtype && images.device() == model.device, op,
+                ": images are ", images.dtype(), " on ", images.device(), " but the model is ", model.dtype, " on ",
+                model.device, " (move one with to())");
+  return sizes;
+}
+
 Losses FasterRCNN::forward_train(const Tensor& images, const std::vector<Tensor>& boxes_in,
                                  const std::vector<Tensor>& labels_in, const ImageSizes& image_sizes,
                                  Generator* generator) {
@@ -125,64 +131,46 @@ Losses FasterRCNN::forward_train(const Tensor& images, const std::vector<Tensor>
   check_target_shapes(op, images.size(0), boxes_in, labels_in);
   check_target_values(op, boxes_in, labels_in, sizes, config_.num_classes, config_.box_tolerance);
   std::vector<Tensor> boxes, labels;
-  const auto elsewhere = [&](const Tensor& t) {
-    return t.device() == boxes_in[0].device() && t.device() != images.device();
-  };
-  if (!boxes_in.empty() && std::all_of(boxes_in.begin(), boxes_in.end(), elsewhere) &&
-      std::all_of(labels_in.begin(), labels_in.end(), elsewhere)) {
-    // Targets from the loader (CPU) reach the device as two copies, all boxes and all labels, each image's
-    // being views of them: one copy per tensor would be 2 x batch API calls and staging copies per step.
-    std::vector<Tensor> all_boxes, all_labels;
-    for (size_t n = 0; n < boxes_in.size(); ++n) {
-      all_boxes.push_back(boxes_in[n].detach().to(images.dtype()));
-      all_labels.push_back(labels_in[n]);
-    }
-    const Tensor boxes_there = cat(all_boxes, 0).to(images.device());
-    const Tensor labels_there = cat(all_labels, 0).to(images.device());
-    int64_t offset = 0;
-    for (const Tensor& b : boxes_in) {
-      boxes.push_back(boxes_there.narrow(0, offset, b.size(0)));
-      labels.push_back(labels_there.narrow(0, offset, b.size(0)));
-      offset += b.size(0);
-    }
-  } else {
-    for (size_t n = 0; n < boxes_in.size(); ++n) {
-      boxes.push_back(boxes_in[n].detach().to(images.options()));
-      labels.push_back(labels_in[n].to(images.device()));
-    }
+  for (size_t n = 0; n < boxes_in.size(); ++n) {
+    boxes.push_back(boxes_in[n].detach().to(images.options()));
+    labels.push_back(labels_in[n].to(images.device()));
   }
-  Generator& gen = generator ? *generator : default_generator();
+  return train_losses(images, boxes, labels, sizes, generator);
+}
 
-  Tensor features;
-  RPNHeadOutput head_out;
-  if (graphed_) {
-    const std::vector<Tensor> outputs = (*graphed_)({images});
-    features = outputs[0];
-    head_out = {outputs[1], outputs[2]};
-  } else {
-    features = backbone->forward(images);
-    head_out = rpn->head->forward(features);
-  }
-  // Proposals as one padded table: no step of training waits for the GPU (models/common/padded_proposals.h).
-  const RPNOutput rpn_out =
-      rpn->forward_train_padded(features, head_out, {images.size(2), images.size(3)}, sizes, boxes, &gen);
-  Losses losses = roi_heads->forward_train_padded(features, rpn_out.padded, boxes, labels, &gen);
+Losses FasterRCNN::forward_train(const data::Batch& batch, Generator* generator) {
+  const char* op = "FasterRCNN::forward_train";
+  // Every check before anything moves: the targets' values are read where the loader made them, on the
+  // host, so a CUDA step never waits for the GPU to hand them back.
+  const ImageSizes sizes = checked_batch_shape(op, batch.images, batch.image_sizes);
+  check_target_shapes(op, batch.images.size(0), batch.boxes, batch.labels);
+  check_target_values(op, batch.boxes, batch.labels, sizes, config_.num_classes, config_.box_tolerance);
+  const data::Batch moved = data::to_device(batch, parameter_options());
+  return train_losses(moved.images, moved.boxes, moved.labels, sizes, generator);
+}
+
+// The step of Ren et al. 2015 (torchvision's GeneralizedRCNN.forward in training): shared features, the RPN's
+// losses and proposals, the RoI heads' losses on those proposals; the samplers of both stages draw from one
+// generator, the RPN's first.
+Losses FasterRCNN::train_losses(const Tensor& images, const std::vector<Tensor>& boxes,
+                                const std::vector<Tensor>& labels, const ImageSizes& image_sizes,
+                                Generator* generator) {
+  Generator& gen = generator ? *generator : default_generator();
+  const Tensor features = (*backbone)(images);
+  const RPNTrainOutput rpn_out =
+      rpn->forward_train(features, {images.size(2), images.size(3)}, image_sizes, boxes, &gen);
+  Losses losses = roi_heads->forward_train(features, rpn_out.proposals, boxes, labels, &gen);
   losses["loss_objectness"] = rpn_out.losses.objectness;
   losses["loss_rpn_box_reg"] = rpn_out.losses.box;
   return losses;
 }
 
-Losses FasterRCNN::forward_train(const data::Batch& batch, Generator* generator) {
-  const TensorOptions model = parameter_options();
-  return forward_train(batch.images.to(model), batch.boxes, batch.labels, batch.image_sizes, generator);
-}
-
 std::vector<Detections> FasterRCNN::forward_infer(const Tensor& images, const ImageSizes& image_sizes) {
   const ImageSizes sizes = checked_image_sizes("FasterRCNN::forward_infer", images, image_sizes);
   NoGradGuard no_grad;
-  const Tensor features = backbone->forward(images);
-  const RPNOutput rpn_out = rpn->forward_infer(features, {images.size(2), images.size(3)}, sizes);
-  return roi_heads->forward_infer(features, rpn_out.proposals, sizes);
+  const Tensor features = (*backbone)(images);
+  const std::vector<Tensor> proposals = rpn->forward_infer(features, {images.size(2), images.size(3)}, sizes);
+  return roi_heads->forward_infer(features, proposals, sizes);
 }
 
 std::vector<Detections> FasterRCNN::forward_infer(const data::Batch& batch) {
@@ -204,24 +192,6 @@ Tensor FasterRCNN::total_loss(const Losses& losses) {
   for (const auto& [name, loss] : losses) total = total.defined() ? add(total, loss) : loss;
   return total;
 }
-
-void FasterRCNN::use_cuda_graphs(bool on) {
-  if (!on) {
-    graphed_.reset();
-    return;
-  }
-  if (graphed_) return;
-  // Only the part whose shapes never change within a run: the rest of the step depends on the proposals.
-  graphed_ = std::make_unique<nn::GraphedFunction>(
-      "backbone+rpn_head", std::vector<std::shared_ptr<nn::Module>>{backbone, rpn->head},
-      [this](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
-        const Tensor features = backbone->forward(inputs[0]);
-        const RPNHeadOutput out = rpn->head->forward(features);
-        return {features, out.objectness, out.deltas};
-      });
-}
-
-nn::GraphedCounts FasterRCNN::cuda_graph_counts() const { return graphed_ ? graphed_->counts() : nn::GraphedCounts{}; }
 
 std::string FasterRCNN::extra_repr() const {
   std::ostringstream out;

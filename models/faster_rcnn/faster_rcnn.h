@@ -1,9 +1,9 @@
 // FasterRCNN: the whole two-stage detector as one Module (Ren et al. 2015; torchvision's FasterRCNN), built
 // only from minidet's own blocks. For N images (N, 3, H, W) and C classes, one training step computes:
 //
-//   features  = backbone(images)                                (N, F, H/s, W/s)   s = 8, F = 128 by default
-//   proposals, rpn losses = rpn.forward_train(features, ...)    per image (P_n, 4), detached
-//       loss_objectness   BCE on 256 sampled anchors per image      (models/rpn/rpn_loss.h)
+//   features  = backbone(images)                                     (N, F, H/s, W/s)   s = 8, F = 128 by default
+//   proposals, rpn losses = rpn.forward_train(features, ...)         (N, P, 4) padded, with per-image counts, detached
+//       loss_objectness   BCE on 256 sampled anchors per image           (models/rpn/rpn.h, rpn_loss.h)
 //       loss_rpn_box_reg  smooth L1 (beta 1/9) on their positives
 //   roi losses = roi_heads.forward_train(features, proposals, targets)
 //       loss_classifier   cross-entropy over C + 1 classes on 128 sampled RoIs per image
@@ -15,6 +15,10 @@
 // detached, so nothing flows into the box coordinates), and on through the deformable last stage into its
 // offset predictor. docs/detector.md follows one step with its shapes.
 //
+// The backbone and the RPN head are called as modules, (*backbone)(images) and (*head)(features), as PyTorch
+// calls module(x): their forward, unless the training engine installed a CUDA-graph replay of that same
+// forward (engine/cuda_graphs.h). Graph capture is the engine's concern; the model has one path.
+//
 // Inference (forward_infer): proposals with the RPN's test settings, then the box head, softmax, per-class
 // decode, clip, score threshold, batched NMS and the best detections_per_image per image (Detections).
 // It records no graph. Which statistics BatchNorm uses follows the module's mode: call eval() first.
@@ -22,15 +26,16 @@
 // Boundary checks (every entry point): images (N, in_channels, H, W) of the model's dtype and device;
 // one boxes (M_n, 4) and labels (M_n) int64 tensor per image; every box finite with x1 < x2, y1 < y2 and
 // inside its image up to box_tolerance pixels; every label in 1..C; image sizes within the padded size.
-// Values are checked on the host: free when the targets are on the CPU (a data::Batch), one copy of all of
-// them when they are on the GPU. An image with no objects (M_n = 0) is fine: its anchors and RoIs are all
-// background.
+// Values are checked on the host: free when the targets are on the CPU (a data::Batch is checked before
+// anything moves), one copy of all of them when they are on the GPU. An image with no objects (M_n = 0) is
+// fine: its anchors and RoIs are all background.
 //
 // Host synchronisations of a CUDA training step (counted by core/transfer_counts.h, asserted by the
 // cuda/faster_rcnn test): none with targets on the CPU (one for the target check above when they live on the
 // GPU). The RPN hands its proposals on as one padded table with device-side counts
-// (models/common/padded_proposals.h, rpn_proposals_padded, sample_rois_padded), and RoIAlign trusts the
-// detector's own rois, so the host queues a whole step and the next one without waiting for the GPU.
+// (models/common/padded_proposals.h), and RoIAlign trusts the detector's own rois, so the host queues a
+// whole step and the next one without waiting for the GPU. A data::Batch's targets reach the device in two
+// copies (data::to_device).
 #pragma once
 
 #include <map>
@@ -40,7 +45,6 @@
 
 #include "core/generator.h"
 #include "data/loader/loader.h"
-#include "nn/graphs/graphed_function.h"
 #include "models/backbone/backbone.h"
 #include "models/faster_rcnn/detector_config.h"
 #include "models/roi_heads/roi_heads.h"
@@ -68,7 +72,8 @@ class FasterRCNN final : public nn::Module {
   // generator: the samplers' (the default generator when null). Returns the four losses (0-dim).
   Losses forward_train(const Tensor& images, const std::vector<Tensor>& boxes, const std::vector<Tensor>& labels,
                        const ImageSizes& image_sizes = {}, Generator* generator = nullptr);
-  // A loader's batch (CPU, float32), moved to the model's device and dtype.
+  // A loader's batch (CPU, float32): checked on the host, then moved to the model's device and dtype
+  // (data::to_device).
   Losses forward_train(const data::Batch& batch, Generator* generator = nullptr);
 
   std::vector<Detections> forward_infer(const Tensor& images, const ImageSizes& image_sizes = {});
@@ -82,29 +87,21 @@ class FasterRCNN final : public nn::Module {
   const DetectorConfig& config() const { return config_; }
   std::string extra_repr() const override;
 
-  // Training on a GPU replays the backbone and the RPN head, forward and backward, as CUDA graphs
-  // (nn/graphs/graphed_function.h) once two steps have warmed them up: the same results, with every kernel
-  // of that part replayed by one graph launch each way instead of launched one by one from the host (the
-  // launch counts: docs/benchmarks.md). On by default (`minidet train --set
-  // schedule.cuda_graphs=false` turns it off); off runs every op eagerly. Used only where graphs apply: CUDA
-  // tensors, grad mode on (GraphedFunction decides per call).
-  void use_cuda_graphs(bool on);
-  bool uses_cuda_graphs() const { return graphed_ != nullptr; }
-  // Eager, captured and replayed calls of the graphed part so far (all zero when off).
-  nn::GraphedCounts cuda_graph_counts() const;
-  // For benchmarks: the GPU time of the graphed part's forward + backward (GraphedFunction::replay_gpu_ms).
-  double cuda_graph_gpu_ms(int rounds = 20) { return graphed_ ? graphed_->replay_gpu_ms(rounds) : 0.0; }
-
   std::shared_ptr<Backbone> backbone;
   std::shared_ptr<RPN> rpn;
   std::shared_ptr<RoIHeads> roi_heads;
 
  private:
   TensorOptions parameter_options() const;  // the model's dtype and device
+  // images' shape and the image sizes (the defaults filled in); checked_image_sizes adds the model's dtype
+  // and device.
+  ImageSizes checked_batch_shape(const char* op, const Tensor& images, const ImageSizes& image_sizes) const;
   ImageSizes checked_image_sizes(const char* op, const Tensor& images, const ImageSizes& image_sizes) const;
+  // The training step itself, on checked inputs that share the images' device: the four losses.
+  Losses train_losses(const Tensor& images, const std::vector<Tensor>& boxes, const std::vector<Tensor>& labels,
+                      const ImageSizes& image_sizes, Generator* generator);
 
   DetectorConfig config_;  // resolved
-  std::unique_ptr<nn::GraphedFunction> graphed_;  // images -> features, objectness, deltas; null when off
 };
 
 }  // namespace minidet::models

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "core/error.h"
 #include "core/factories.h"
 #include "models/roi_heads/roi_inputs.h"
 #include "ops/common/checks.h"
@@ -29,28 +30,22 @@ BoxHeadOutput RoIHeads::forward_box_head(const Tensor& features, const Tensor& r
   return box_head->forward(roi_align(features, rois, align));
 }
 
-std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, const std::vector<Tensor>& proposals,
+std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, const PaddedProposals& proposals,
                                                       const std::vector<Tensor>& gt_boxes,
                                                       const std::vector<Tensor>& gt_labels, Generator* generator) {
   const char* op = "RoIHeads::forward_train";
-  detail::check_proposals(op, proposals);
-  detail::check_features(op, features, options_.in_channels, proposals);
-  detail::check_targets_shapes(op, proposals, gt_boxes, gt_labels);
-  if (options_.check_targets) check_roi_targets(gt_boxes, gt_labels, options_.num_classes);  // 1 sync on CUDA
-  const RoISample sample = sample_rois(proposals, gt_boxes, gt_labels, options_, generator);
-  return roi_heads_loss(forward_box_head(features, sample.rois), sample, options_.smooth_l1_beta);
-}
-
-std::map<std::string, Tensor> RoIHeads::forward_train_padded(const Tensor& features, const PaddedProposals& proposals,
-                                                      const std::vector<Tensor>& gt_boxes,
-                                                      const std::vector<Tensor>& gt_labels, Generator* generator) {
-  const char* op = "RoIHeads::forward_train_padded";
-  std::vector<Tensor> slots;  // views, for the checks of shapes, dtypes and devices
-  if (proposals.boxes.defined() && proposals.boxes.dim() == 3)
-    for (int64_t n = 0; n < proposals.boxes.size(0); ++n) slots.push_back(proposals.boxes.select(0, n));
+  MINIDET_CHECK(proposals.boxes.defined(), op, ": the padded proposals' boxes are undefined");
+  MINIDET_CHECK(proposals.boxes.dim() == 3 && proposals.boxes.size(2) == 4, op,
+                ": expected padded proposals of shape (N, P, 4), got ", proposals.boxes.sizes());
+  // Constants of the second stage, as in torchvision: no loss moves a proposal.
+  const PaddedProposals detached{proposals.boxes.detach(), proposals.counts};
+  std::vector<Tensor> slots;  // image n's rows, as views: the checks of shapes, dtypes and devices
+  for (int64_t n = 0; n < detached.boxes.size(0); ++n) slots.push_back(detached.boxes.select(0, n));
+  detail::check_proposals(op, slots);
   detail::check_features(op, features, options_.in_channels, slots);
+  detail::check_targets_shapes(op, slots, gt_boxes, gt_labels);
   if (options_.check_targets) check_roi_targets(gt_boxes, gt_labels, options_.num_classes);  // 1 sync on CUDA
-  const RoISample sample = sample_rois_padded(proposals, gt_boxes, gt_labels, options_, generator);
+  const RoISample sample = sample_rois_padded(detached, gt_boxes, gt_labels, options_, generator);
   return roi_heads_loss(forward_box_head(features, sample.rois), sample, options_.smooth_l1_beta);
 }
 

@@ -3,20 +3,26 @@
 // class it is (or background) and how to move its box onto the object.
 //
 // Shapes, for N images, features (N, F, h, w) of stride s, C object classes (labels 1..C, 0 background),
-// and per image n its proposals (P_n, 4) and ground truth boxes (M_n, 4) with labels (M_n):
+// per image n its ground truth boxes (M_n, 4) with labels (M_n), and the RPN's training proposals as one
+// padded table (models/common/padded_proposals.h): boxes (N, P, 4), image n's proposals being its first
+// counts[n] rows, counts (N) on the device. Mw = max(1, max_n M_n).
 //
-// Training target assignment (sample_rois), per image n:
-//   boxes_n   = cat(proposals_n, gt_boxes_n)                   (B_n = P_n + M_n, 4)  the ground truth is a
-//               proposal too, so every object has at least one perfect positive from the first step
-//   Q         = box_iou(gt_boxes_n, boxes_n)                    (M_n, B_n)
-//   match     = Matcher(0.5, 0.5, no low-quality matches)(Q):   IoU >= 0.5 foreground, < 0.5 background
-//   class     = gt_labels_n[matched gt] if foreground, 0 if background (-1 if ignored: only when the two
-//               thresholds differ)
+// Training (forward_train): target assignment (sample_rois_padded), every image at once, per image n:
+//   boxes_n   = cat(boxes[n], gt_boxes_n, padding)            (W = P + Mw, 4): the ground truth is a proposal
+//               too, so every object has at least one perfect positive from the first step
+//   Q         = box_iou(gt_boxes_n, boxes_n)                   (M_n, W)
+//   match     = Matcher(0.5, 0.5, no low-quality matches)(Q):  IoU >= 0.5 foreground, < 0.5 background
+//   class     = gt_labels_n[matched gt] if foreground, 0 if background; -1 (ignored, never sampled) for the
+//               rows of boxes[n] past counts[n] and for the padding (and between the two thresholds when
+//               they differ)
 //   sample    = BalancedPositiveNegativeSampler(128, 0.25)(class), from the caller's generator
-//   slots     = K_n = min(128, B_n) rows: the sampled boxes in increasing index order (torchvision's
-//               where(pos | neg) order), then padding rows marked invalid when fewer were sampled
-//   rois      (K, 5) rows (n, x1, y1, x2, y2), K = sum_n K_n; labels (K) int64; valid (K) bool
-//   targets   (K, 4) = BoxCoder(10, 10, 5, 5).encode(matched gt box, roi) on foreground rows, 0 elsewhere
+//   slots     = K = min(128, W) rows per image: the sampled candidates in increasing index order
+//               (torchvision's where(pos | neg) order), then padding rows marked invalid
+//   rois      (N K, 5) rows (n, x1, y1, x2, y2); labels (N K) int64; valid (N K) bool
+//   targets   (N K, 4) = BoxCoder(10, 10, 5, 5).encode(matched gt box, roi) on foreground rows, 0 elsewhere
+// Every shape is known from N, P and Mw alone: the host never reads a count. sample_rois is the same
+// assignment for per-image proposals (P_n, 4), K_n = min(128, P_n + M_n) rows per image; it is the
+// reference the padded form is tested against.
 //
 // Box head (BoxHead), on any rois:
 //   pooled    = roi_align(features, rois, 7x7, spatial_scale 1/s, sampling_ratio 2, aligned)  (K, F, 7, 7)
@@ -41,16 +47,16 @@
 // device-to-host copy, and also at a host-to-device copy from pageable memory (an arange, the sampler's
 // random priorities); both kinds are counted here.
 // - training: device-to-host 1 in roi_align (its check of the rois' values, unless
-//   options.check_proposal_values is off), and 1 more when
-//   options.check_targets is on (one combined check of every image's labels and boxes); host-to-device 5:
-//   the candidates' positions 0..B-1 (one arange, sliced for every use), each image's candidate count and
-//   the images' indices (all images are matched and their slots filled at once, padded: the counts mark the
-//   padding), the sampler's priorities (one sampler call for all images, their labels padded with
-//   "ignored"), and the loss's class ids. Each is a small staged copy that does not wait. The rest
-//   has no data-dependent shape: the slot selection is a topk of integer keys, the gathers are exact one-hot
-//   products (index_select would check its indices on the host), the classifier loss is log_softmax with a
-//   one-hot (cross_entropy would check its targets on the host), and the count of sampled rows lives in the
-//   valid mask.
+//   options.check_proposal_values is off), and 1 more when options.check_targets is on (one combined check
+//   of every image's labels and boxes); FasterRCNN turns both off, so its training step makes none here.
+//   Host-to-device 5: the candidates' positions 0..W-1 (one arange, sliced for every use), each image's
+//   candidate count and the images' indices (all images are matched and their slots filled at once), the
+//   sampler's priorities (one sampler call for all images), and the loss's class ids. Each is a small staged
+//   copy that does not wait. Nothing has a data-dependent shape: the proposal counts stay on the device and
+//   only mark candidates "ignored", the slot selection is a topk of integer keys, the gathers are exact
+//   one-hot products (index_select would check its indices on the host), the classifier loss is log_softmax
+//   with a one-hot (cross_entropy would check its targets on the host), and the count of sampled rows lives
+//   in the valid mask.
 // - inference: the number of detections depends on the data, so the end cannot avoid the host.
 //   device-to-host 5: roi_align's check, the count of candidates above the threshold (nonzero), index_select's
 //   index check, NMS's kept count, and one copy of the kept rows, from which the host picks each image's best
@@ -67,6 +73,7 @@
 
 #include "core/generator.h"
 #include "core/tensor.h"
+#include "models/common/image_sizes.h"
 #include "models/common/padded_proposals.h"
 #include "models/roi_heads/box_head.h"
 #include "nn/module/module.h"
@@ -91,7 +98,7 @@ struct RoIHeadsOptions {
   double smooth_l1_beta = 1.0 / 9.0;
   bool check_targets = true;  // check label and box values (one host sync on CUDA); see above
   // Check the proposals' values in roi_align (one host sync on CUDA per call). FasterRCNN turns it off: its
-  // proposals come from rpn_proposals, finite by construction (see RoIAlignOptions::check_roi_values).
+  // proposals come from the RPN, finite by construction (see RoIAlignOptions::check_roi_values).
   bool check_proposal_values = true;
   // Inference.
   double score_threshold = 0.05;
@@ -101,7 +108,7 @@ struct RoIHeadsOptions {
   Generator* generator = nullptr;  // weight initialisation
 };
 
-// The sampled training rows of a batch (sample_rois).
+// The sampled training rows of a batch (sample_rois_padded, sample_rois).
 struct RoISample {
   Tensor rois;                // (K, 5) (image, x1, y1, x2, y2), the proposals' dtype and device
   Tensor labels;              // (K) int64: 1..C foreground, 0 background (padding rows: 0)
@@ -116,22 +123,20 @@ struct Detections {
   Tensor labels;  // (D) int64 in 1..C
 };
 
-// (height, width) of each image before padding, as data::Batch::image_sizes.
-using ImageSizes = std::vector<std::array<int64_t, 2>>;
-
-// Target assignment and sampling (see above). proposals[n] (P_n, 4) and gt_boxes[n] (M_n, 4) share dtype
-// and device; gt_labels[n] (M_n) int64 on that device. Nothing is differentiable here (all detached).
-RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,
-                      const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
-                      Generator* generator = nullptr);
-// The same from padded proposals (models/common/padded_proposals.h), with no host synchronisation: image n's
-// candidates are its first counts[n] proposal slots and its objects; every image keeps K = min(batch, P + Mw)
-// rows (Mw: the most objects of any image), the rows past its sample being padding (valid false). The
-// sampled rows are drawn as in the per-image path, from a layout of P + Mw candidates per image, so the same
-// generator state samples other (equally likely) rows than that path does.
+// Target assignment and sampling (see above), with no host synchronisation: image n's candidates are its
+// first counts[n] proposal slots and its objects; every image keeps K = min(batch, P + Mw) rows, the rows
+// past its sample being padding (valid false). gt_boxes[n] (M_n, 4) shares the proposals' dtype and device;
+// gt_labels[n] (M_n) int64 on that device. Nothing is differentiable here (all detached).
 RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector<Tensor>& gt_boxes,
                              const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
                              Generator* generator = nullptr);
+// The per-image form, kept as the reference the padded one is tested against: proposals[n] (P_n, 4), K_n =
+// min(batch, P_n + M_n) rows for image n. Its candidates' layout differs from the padded one's (P_n + M_n
+// per image instead of P + Mw), so the same generator state samples other, equally likely, rows; with a
+// slot for every candidate both sample the same rows.
+RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,
+                      const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
+                      Generator* generator = nullptr);
 
 // The two losses (0-dim), keyed "loss_classifier" and "loss_box_reg" as in torchvision.
 std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const RoISample& sample,
@@ -150,13 +155,10 @@ class RoIHeads final : public nn::Module {
  public:
   explicit RoIHeads(RoIHeadsOptions options = {});
 
-  // features (N, F, h, w); one proposals / gt_boxes / gt_labels tensor per image. generator: the sampler's
-  // (the default generator when null). Returns the losses of roi_heads_loss.
-  std::map<std::string, Tensor> forward_train(const Tensor& features, const std::vector<Tensor>& proposals,
-                                              const std::vector<Tensor>& gt_boxes,
-                                              const std::vector<Tensor>& gt_labels, Generator* generator = nullptr);
-  // The same from padded proposals: no host synchronisation (FasterRCNN's training step).
-  std::map<std::string, Tensor> forward_train_padded(const Tensor& features, const PaddedProposals& proposals,
+  // features (N, F, h, w); the RPN's padded proposals (N, P, 4) with their counts; one gt_boxes / gt_labels
+  // tensor per image. generator: the sampler's (the default generator when null). Returns the losses of
+  // roi_heads_loss. Start from per-image proposals with pad_proposals (models/common/padded_proposals.h).
+  std::map<std::string, Tensor> forward_train(const Tensor& features, const PaddedProposals& proposals,
                                               const std::vector<Tensor>& gt_boxes,
                                               const std::vector<Tensor>& gt_labels, Generator* generator = nullptr);
   // Detections per image; runs without recording gradients.

@@ -1,4 +1,5 @@
-// sample_rois and check_roi_targets: the training targets of the box head (math in roi_heads.h).
+// sample_rois_padded (the training path), sample_rois (its per-image reference) and check_roi_targets: the
+// training targets of the box head (math in roi_heads.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>

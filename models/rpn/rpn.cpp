@@ -1,4 +1,4 @@
-// RPN: the module that strings anchors, head, proposals and losses together (math in rpn.h).
+// RPN: the module that strings anchors, head, losses and proposals together (math in rpn.h).
 #include "models/rpn/rpn.h"
 
 #include <utility>
@@ -14,8 +14,7 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // One positive size per image, each within the padded batch (its anchors cover only H x W).
-void check_batch(const char* op, std::array<int64_t, 2> image_size,
-                 const std::vector<std::array<int64_t, 2>>& image_sizes, int64_t images) {
+void check_batch(const char* op, std::array<int64_t, 2> image_size, const ImageSizes& image_sizes, int64_t images) {
   detail::check_image_sizes(op, image_sizes, images);
   for (int64_t n = 0; n < images; ++n)
     MINIDET_CHECK(image_sizes[n][0] <= image_size[0] && image_sizes[n][1] <= image_size[1], op, ": image ", n,
@@ -24,8 +23,7 @@ void check_batch(const char* op, std::array<int64_t, 2> image_size,
 }
 
 // The batch (above) and one gt_boxes tensor per image.
-void check_targets(const char* op, std::array<int64_t, 2> image_size,
-                   const std::vector<std::array<int64_t, 2>>& image_sizes, int64_t images,
+void check_targets(const char* op, std::array<int64_t, 2> image_size, const ImageSizes& image_sizes, int64_t images,
                    const std::vector<Tensor>& gt_boxes) {
   check_batch(op, image_size, image_sizes, images);
   MINIDET_CHECK(static_cast<int64_t>(gt_boxes.size()) == images, op, ": expected one gt_boxes tensor per image (",
@@ -69,45 +67,27 @@ Tensor RPN::anchors(std::array<int64_t, 2> image_size, const Tensor& features) {
   return anchor_generator_.grid_anchors(0, features.size(2), features.size(3), stride, stride, features.options());
 }
 
-RPNOutput RPN::forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
-                             const std::vector<std::array<int64_t, 2>>& image_sizes,
-                             const std::vector<Tensor>& gt_boxes, Generator* generator) {
-  const char* op = "RPN::forward_train";
+RPNTrainOutput RPN::forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
+                                  const ImageSizes& image_sizes, const std::vector<Tensor>& gt_boxes,
+                                  Generator* generator) {
   const Tensor grid = anchors(image_size, features);
-  check_targets(op, image_size, image_sizes, features.size(0), gt_boxes);
-  const RPNHeadOutput out = head->forward(features);
+  check_targets("RPN::forward_train", image_size, image_sizes, features.size(0), gt_boxes);
+  const RPNHeadOutput out = (*head)(features);
   const Tensor objectness = flatten_objectness(out.objectness), deltas = flatten_deltas(out.deltas);
-  RPNOutput result;
-  // The losses first: they need no proposal, so their kernels are queued while the GPU still runs the
-  // backbone, before rpn_proposals makes the host wait for its per-image counts.
+  RPNTrainOutput result;
   result.losses = rpn_loss(objectness, deltas, grid, gt_boxes, generator, options_.loss);
-  result.proposals = rpn_proposals(objectness, deltas, grid, image_sizes, options_.train_proposals);
+  result.proposals = rpn_proposals_padded(objectness, deltas, grid, image_sizes, options_.train_proposals);
   return result;
 }
 
-RPNOutput RPN::forward_train_padded(const Tensor& features, const RPNHeadOutput& out, std::array<int64_t, 2> image_size,
-                                    const std::vector<std::array<int64_t, 2>>& image_sizes,
-                                    const std::vector<Tensor>& gt_boxes, Generator* generator) {
-  const char* op = "RPN::forward_train_padded";
-  const Tensor grid = anchors(image_size, features);
-  check_targets(op, image_size, image_sizes, features.size(0), gt_boxes);
-  const Tensor objectness = flatten_objectness(out.objectness), deltas = flatten_deltas(out.deltas);
-  RPNOutput result;
-  result.losses = rpn_loss(objectness, deltas, grid, gt_boxes, generator, options_.loss);
-  result.padded = rpn_proposals_padded(objectness, deltas, grid, image_sizes, options_.train_proposals);
-  return result;
-}
-
-RPNOutput RPN::forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
-                             const std::vector<std::array<int64_t, 2>>& image_sizes) {
+std::vector<Tensor> RPN::forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
+                                       const ImageSizes& image_sizes) {
   const Tensor grid = anchors(image_size, features);
   check_batch("RPN::forward_infer", image_size, image_sizes, features.size(0));
   NoGradGuard no_grad;
-  const RPNHeadOutput out = head->forward(features);
-  RPNOutput result;
-  result.proposals = rpn_proposals(flatten_objectness(out.objectness), flatten_deltas(out.deltas), grid, image_sizes,
-                                   options_.test_proposals);
-  return result;
+  const RPNHeadOutput out = (*head)(features);
+  return rpn_proposals(flatten_objectness(out.objectness), flatten_deltas(out.deltas), grid, image_sizes,
+                       options_.test_proposals);
 }
 
 std::string RPN::extra_repr() const {

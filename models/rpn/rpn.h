@@ -1,25 +1,37 @@
-// RPN: the Region Proposal Network as one Module (torchvision's RegionProposalNetwork): anchors, head,
-// losses in training, proposals always.
+// RPN: the Region Proposal Network as one Module (Ren et al. 2015; torchvision's RegionProposalNetwork):
+// anchors, head, losses in training, proposals always.
 //
-//   anchors    = AnchorGenerator(sizes, aspect_ratios).grid_anchors(0, h, w, stride, stride)   (h*w*A, 4), cached
-//                (anchors(H, W, {(h, w)}) when H and W are multiples of the stride; its H / h would be wrong
-//                otherwise)
-//   o, d       = RPNHead(features)   -> flatten_objectness (N, K), flatten_deltas (N, K, 4), K = h*w*A
-//   proposals  = rpn_proposals(o, d, anchors, image_sizes, training ? train_proposals : test_proposals)
-//   losses     = rpn_loss(o, d, anchors, gt_boxes, generator, loss)   (training only)
-// (H, W) is the padded batch size (images.size(2), images.size(3)); features (N, F, h, w).
+// For N images padded to H x W, features (N, F, h, w) and A anchors per position (K = h*w*A):
+//   anchors    = AnchorGenerator(sizes, aspect_ratios).grid_anchors(0, h, w, stride, stride)   (K, 4), cached
+//                (not anchors(H, W, {(h, w)}): its stride H / h is wrong when H is not a multiple of it)
+//   o, d       = (*head)(features) -> flatten_objectness (N, K), flatten_deltas (N, K, 4)
+// Training (forward_train):
+//   losses     = rpn_loss(o, d, anchors, gt_boxes, generator, loss)   BCE on the sampled anchors, smooth L1
+//                on their positives (models/rpn/rpn_loss.h)
+//   proposals  = rpn_proposals_padded(o, d, anchors, image_sizes, train_proposals)   one (N, P, 4) table and
+//                counts (N) on the device: image n's proposals are its first counts[n] rows, detached
+//                (models/common/padded_proposals.h), what RoIHeads::forward_train samples from
+// Inference (forward_infer), no gradient recorded:
+//   proposals  = rpn_proposals(o, d, anchors, image_sizes, test_proposals)   per image (P_n, 4), detached
+// (*head)(features) is the head's operator(), as PyTorch's module(x): its forward, or the replay of that
+// same forward which the training engine installed (engine/cuda_graphs.h).
 // Check: h == ceil(H / stride) and w == ceil(W / stride) for the configured stride, with a clear error
 // otherwise (the anchors would not cover the image).
-// Host synchronisations on CUDA per call: rpn_proposals' 1 (see rpn_proposals.h); rpn_loss adds none.
-// Building the anchors (first call per feature size, dtype and device only) copies them to the device.
+// Host synchronisations on CUDA per call: none in training (rpn_loss and rpn_proposals_padded keep every
+// shape fixed and every count on the device); 1 in inference (rpn_proposals' per-image counts, see
+// rpn_proposals.h). Building the anchors (first call per feature size, dtype and device only) copies them
+// to the device.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/generator.h"
 #include "models/anchors/anchor_generator.h"
+#include "models/common/image_sizes.h"
+#include "models/common/padded_proposals.h"
 #include "models/rpn/rpn_head.h"
 #include "models/rpn/rpn_loss.h"
 #include "models/rpn/rpn_proposals.h"
@@ -38,30 +50,24 @@ struct RPNOptions {
   Generator* generator = nullptr;  // weight initialisation of the head
 };
 
-struct RPNOutput {
-  std::vector<Tensor> proposals;  // per image (P_n, 4), detached (empty from forward_train_padded)
-  PaddedProposals padded;         // defined only by forward_train_padded
-  RPNLosses losses;               // defined only by forward_train
+struct RPNTrainOutput {
+  PaddedProposals proposals;  // (N, P, 4) and counts (N), detached
+  RPNLosses losses;           // objectness and box, 0-dim
 };
 
 class RPN final : public nn::Module {
  public:
   explicit RPN(RPNOptions options = {});
 
-  // Proposals and both losses. image_size = (H, W) of the padded batch; image_sizes per image before padding;
-  // gt_boxes per image (M_n, 4) on the features' device and dtype. The sampler draws from `generator`.
-  RPNOutput forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
-                          const std::vector<std::array<int64_t, 2>>& image_sizes,
-                          const std::vector<Tensor>& gt_boxes, Generator* generator = nullptr);
-  // The same from the head's outputs on `features`, computed by the caller (FasterRCNN may replay the
-  // backbone and the head as one CUDA graph), with the proposals as one padded table (rpn_proposals_padded):
-  // no host synchronisation.
-  RPNOutput forward_train_padded(const Tensor& features, const RPNHeadOutput& head_out,
-                                 std::array<int64_t, 2> image_size, const std::vector<std::array<int64_t, 2>>& image_sizes,
-                                 const std::vector<Tensor>& gt_boxes, Generator* generator = nullptr);
-  // Proposals only (test_proposals), no gradient recorded.
-  RPNOutput forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
-                          const std::vector<std::array<int64_t, 2>>& image_sizes);
+  // Both losses and the training proposals. image_size = (H, W) of the padded batch; image_sizes per image
+  // before padding; gt_boxes per image (M_n, 4) on the features' device and dtype. The sampler draws from
+  // `generator` (the default generator when null).
+  RPNTrainOutput forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
+                               const ImageSizes& image_sizes, const std::vector<Tensor>& gt_boxes,
+                               Generator* generator = nullptr);
+  // Per-image proposals with test_proposals, no gradient recorded.
+  std::vector<Tensor> forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
+                                    const ImageSizes& image_sizes);
 
   // The anchors for a padded batch of H x W with features of h x w (cached by the generator).
   Tensor anchors(std::array<int64_t, 2> image_size, const Tensor& features);

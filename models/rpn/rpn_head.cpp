@@ -28,6 +28,12 @@ RPNHead::RPNHead(int64_t in_channels, int64_t num_anchors_, Generator* generator
   bbox_pred = register_module("bbox_pred", make_head_conv(in_channels, 4 * num_anchors, 1, generator));
 }
 
+RPNHeadOutput RPNHead::operator()(const Tensor& features) {
+  if (!forward_replaced()) return forward(features);
+  const std::vector<Tensor> out = call_replacement({features}, 2);
+  return {out[0], out[1]};
+}
+
 RPNHeadOutput RPNHead::forward(const Tensor& features) {
   ops::check_defined("RPNHead", features, "features");
   const int64_t in_channels = conv->weight.size(1);

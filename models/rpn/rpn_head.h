@@ -34,6 +34,8 @@ class RPNHead final : public nn::Module {
  public:
   RPNHead(int64_t in_channels, int64_t num_anchors, Generator* generator = nullptr);
   RPNHeadOutput forward(const Tensor& features);
+  // forward(features), or the replacement the engine installed (nn::Module::replace_forward).
+  RPNHeadOutput operator()(const Tensor& features);
   std::string extra_repr() const override;
 
   std::shared_ptr<nn::Conv2d> conv, cls_logits, bbox_pred;

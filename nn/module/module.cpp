@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "autograd/engine.h"
+#include "core/error.h"
 
 namespace minidet::nn {
 
@@ -126,6 +127,13 @@ void Module::describe_into(std::ostream& out, const std::string& label, int dept
   if (!extra.empty()) out << "(" << extra << ")";
   out << " (" << with_thousands(num_parameters()) << " parameters)\n";
   for (const auto& [name, child] : children_) child->describe_into(out, "(" + name + "): ", depth + 1);
+}
+
+std::vector<Tensor> Module::call_replacement(const std::vector<Tensor>& inputs, size_t outputs) const {
+  std::vector<Tensor> result = forward_replacement_(inputs);
+  MINIDET_CHECK(result.size() >= outputs, type_name_, ": its forward replacement returned ", result.size(),
+                " tensors, expected ", outputs);
+  return result;
 }
 
 std::string Module::describe() const {

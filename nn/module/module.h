@@ -20,6 +20,7 @@
 // input and one output derive from UnaryModule so that Sequential can chain them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -67,7 +68,19 @@ class Module {
   //     (0): Linear(in=4, out=16, bias=true) (80 parameters)
   std::string describe() const;
 
+  // What a call through operator() runs instead of forward(), when set: tensors in and out, in the order
+  // forward takes and returns them. The training engine installs a CUDA-graph replay of the module here
+  // (engine/cuda_graphs.h), as torch.cuda.make_graphed_callables replaces a module's forward, so the model's
+  // code has one path and the speed mechanics stay in the engine. forward() itself always runs the module's
+  // own code (the replay captures exactly that). An empty function removes the replacement.
+  using ForwardReplacement = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+  void replace_forward(ForwardReplacement replacement) { forward_replacement_ = std::move(replacement); }
+  bool forward_replaced() const { return static_cast<bool>(forward_replacement_); }
+
  protected:
+  // operator()'s body for a module with a replacement: the replacement's outputs (at least `outputs` of them).
+  std::vector<Tensor> call_replacement(const std::vector<Tensor>& inputs, size_t outputs) const;
+
   // Registers a trainable tensor; it is marked requires_grad. Returns the same handle.
   Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
   Tensor register_buffer(const std::string& name, Tensor tensor);
@@ -92,6 +105,7 @@ class Module {
   NamedTensors parameters_;
   NamedTensors buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  ForwardReplacement forward_replacement_;
 };
 
 // A module with one input and one output; what Sequential chains.
@@ -99,7 +113,10 @@ class UnaryModule : public Module {
  public:
   using Module::Module;
   virtual Tensor forward(const Tensor& input) = 0;
-  Tensor operator()(const Tensor& input) { return forward(input); }
+  // forward(input), or the replacement the engine installed (replace_forward above).
+  Tensor operator()(const Tensor& input) {
+    return forward_replaced() ? call_replacement({input}, 1)[0] : forward(input);
+  }
 };
 
 std::ostream& operator<<(std::ostream& out, const Module& module);

@@ -1,7 +1,9 @@
 // The loader: batches cover the dataset once per epoch, in a seeded order, identical with or without the
-// background thread.
+// background thread; to_device moves a batch where a model reads it.
 #include <set>
 
+#include "core/factories.h"
+#include "core/transfer_counts.h"
 #include "data/loader/loader.h"
 #include "data/shapes/shapes_dataset.h"
 #include "tests/support.h"
@@ -37,7 +39,97 @@ class BrokenDataset : public Dataset {
   std::vector<std::string> class_names() const override { return {"thing"}; }
 };
 
+// Three images of 8 x 8: two objects, none, one; float32 boxes and int64 labels, as collate makes them.
+Batch three_images() {
+  Batch batch;
+  batch.images = minidet::rand({3, 3, 8, 8});
+  batch.boxes = {minidet::from_vector<float>({0, 0, 4, 4, 1, 2, 7, 8}, {2, 4}), minidet::zeros({0, 4}),
+                 minidet::from_vector<float>({2, 3, 5, 6}, {1, 4})};
+  batch.labels = {minidet::from_vector<int64_t>({1, 3}, {2}), minidet::zeros({0}, minidet::kInt64),
+                  minidet::from_vector<int64_t>({2}, {1})};
+  batch.image_ids = {10, 11, 12};
+  batch.image_sizes = {{8, 8}, {8, 6}, {7, 8}};
+  batch.indices = {4, 0, 2};
+  batch.flipped = {false, true, false};
+  return batch;
+}
+
+// Every field of `moved` holds `batch`'s values, the boxes and images in `dtype`.
+void check_same_batch(const Batch& moved, const Batch& batch, minidet::DType dtype) {
+  CHECK(moved.images.dtype() == dtype);
+  CHECK(moved.images.to(minidet::Device::cpu()).to(minidet::kFloat64).to_vector<double>() ==
+        batch.images.to(minidet::kFloat64).to_vector<double>());
+  REQUIRE(moved.boxes.size() == batch.boxes.size());
+  REQUIRE(moved.labels.size() == batch.labels.size());
+  for (size_t n = 0; n < batch.boxes.size(); ++n) {
+    CAPTURE(n);
+    CHECK(moved.boxes[n].dtype() == dtype);
+    CHECK(moved.boxes[n].sizes() == batch.boxes[n].sizes());
+    CHECK(moved.labels[n].sizes() == batch.labels[n].sizes());
+    CHECK(moved.boxes[n].to(minidet::Device::cpu()).to(minidet::kFloat64).to_vector<double>() ==
+          batch.boxes[n].to(minidet::kFloat64).to_vector<double>());
+    CHECK(moved.labels[n].to(minidet::Device::cpu()).to_vector<int64_t>() == batch.labels[n].to_vector<int64_t>());
+  }
+  CHECK(moved.image_ids == batch.image_ids);
+  CHECK(moved.image_sizes == batch.image_sizes);
+  CHECK(moved.indices == batch.indices);
+  CHECK(moved.flipped == batch.flipped);
+}
+
 }  // namespace
+
+TEST_CASE("values/loader: to_device gives every image views of one boxes and one labels tensor") {
+  const Batch batch = three_images();
+  const Batch moved = to_device(batch, minidet::kFloat64);
+  check_same_batch(moved, batch, minidet::kFloat64);
+  // One storage for all boxes and one for all labels, each image's rows in batch order (image 1's are empty).
+  CHECK(moved.boxes[0].storage() == moved.boxes[2].storage());
+  CHECK(moved.labels[0].storage() == moved.labels[2].storage());
+  CHECK(moved.boxes[2].storage_offset() == 2 * 4);
+  CHECK(moved.labels[2].storage_offset() == 2);
+  CHECK(moved.boxes[1].sizes() == minidet::Shape({0, 4}));
+  // The source batch is left as it was.
+  CHECK(batch.boxes[0].dtype() == minidet::kFloat32);
+
+  // A batch of images without objects, and a batch without targets at all.
+  Batch empty = batch;
+  empty.boxes = {minidet::zeros({0, 4}), minidet::zeros({0, 4}), minidet::zeros({0, 4})};
+  empty.labels = {minidet::zeros({0}, minidet::kInt64), minidet::zeros({0}, minidet::kInt64),
+                  minidet::zeros({0}, minidet::kInt64)};
+  check_same_batch(to_device(empty, minidet::kFloat32), empty, minidet::kFloat32);
+  empty.boxes.clear();
+  empty.labels.clear();
+  CHECK(to_device(empty, minidet::kFloat32).boxes.empty());
+}
+
+TEST_CASE("errors/loader: to_device names a batch whose targets do not pair up") {
+  Batch batch = three_images();
+  batch.labels.pop_back();
+  CHECK_THROWS_CONTAINING(to_device(batch, minidet::kFloat32),
+                          "data::to_device: expected one labels tensor per boxes tensor, got 2 and 3");
+  batch = three_images();
+  batch.labels[0] = minidet::from_vector<int64_t>({1}, {1});
+  CHECK_THROWS_CONTAINING(to_device(batch, minidet::kFloat32),
+                          "data::to_device: expected boxes[0] of shape (M, 4) and labels[0] of shape (M)");
+  CHECK_THROWS_CONTAINING(to_device(Batch(), minidet::kFloat32), "data::to_device: the batch has no images");
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/loader: to_device uploads a batch in three copies whatever its size") {
+  const Batch batch = three_images();
+  const minidet::TensorOptions gpu(minidet::kFloat32, minidet::Device::cuda());
+  to_device(batch, gpu);  // warm-up: nothing lazily set up is counted
+  const minidet::TransferCounts before = minidet::transfer_counts();
+  const Batch moved = to_device(batch, gpu);
+  const minidet::TransferCounts copies = minidet::transfer_counts() - before;
+  CHECK(copies.host_to_device == 3);  // the images, all boxes, all labels
+  CHECK(copies.device_to_host == 0);
+  for (size_t n = 0; n < moved.boxes.size(); ++n) {
+    CHECK(moved.boxes[n].is_cuda());
+    CHECK(moved.labels[n].is_cuda());
+  }
+  CHECK(moved.images.is_cuda());
+  check_same_batch(moved, batch, minidet::kFloat32);
+}
 
 TEST_CASE("values/loader: batches hold images boxes and labels") {
   const ShapesDataset dataset = tiny_shapes();

@@ -8,7 +8,6 @@
 
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
-#include "core/deterministic.h"
 #include "core/factories.h"
 #include "core/transfer_counts.h"
 #include "data/shapes/shapes_dataset.h"
@@ -47,13 +46,12 @@ TinyBatch tiny_batch(uint64_t seed) {
 double value(const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64).item<double>(); }
 
 // The training loss composed from the blocks with the proposals given: what forward_train computes, except
-// that the proposals are an input instead of the RPN's output of this very evaluation.
+// that the proposals are an input instead of the RPN's output of this very evaluation (which is discarded).
 Tensor composed_loss(FasterRCNN& model, const TinyBatch& b, const models::PaddedProposals& proposals, uint64_t seed) {
   Generator gen(seed);
-  const Tensor features = model.backbone->forward(b.images);
-  const auto rpn =
-      model.rpn->forward_train_padded(features, model.rpn->head->forward(features), {32, 32}, b.sizes, b.boxes, &gen);
-  Losses losses = model.roi_heads->forward_train_padded(features, proposals, b.boxes, b.labels, &gen);
+  const Tensor features = (*model.backbone)(b.images);
+  const models::RPNTrainOutput rpn = model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &gen);
+  Losses losses = model.roi_heads->forward_train(features, proposals, b.boxes, b.labels, &gen);
   losses["loss_objectness"] = rpn.losses.objectness;
   losses["loss_rpn_box_reg"] = rpn.losses.box;
   return FasterRCNN::total_loss(losses);
@@ -81,15 +79,24 @@ TEST_CASE("values/faster_rcnn: four finite losses, equal to the blocks composed,
   CHECK(value(losses.at("loss_classifier")) > 0.0);
   const double total = value(FasterRCNN::total_loss(losses));
 
+  // A loader's batch of the same images and targets gives the same step (data::to_device: views of one copy).
+  data::Batch batch;
+  batch.images = b.images;
+  batch.boxes = b.boxes;
+  batch.labels = b.labels;
+  batch.image_sizes = b.sizes;
+  batch.image_ids = {0, 1};
+  batch.indices = {0, 1};
+  Generator same(5);
+  CHECK(value(FasterRCNN::total_loss(model.forward_train(batch, &same))) == total);
+
   // The same step built by hand from the blocks, with the RPN's proposals of the same weights.
   models::PaddedProposals proposals;
   {
     NoGradGuard no_grad;
     Generator g(5);
-    const Tensor features = model.backbone->forward(b.images);
-    proposals =
-        model.rpn->forward_train_padded(features, model.rpn->head->forward(features), {32, 32}, b.sizes, b.boxes, &g)
-            .padded;
+    const Tensor features = (*model.backbone)(b.images);
+    proposals = model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &g).proposals;
   }
   CHECK(value(composed_loss(model, b, proposals, 5)) == doctest::Approx(total).epsilon(1e-12));
 
@@ -162,10 +169,8 @@ TEST_CASE("gradcheck/faster_rcnn: the total training loss against parameters of 
   {
     NoGradGuard no_grad;
     Generator g(14);
-    const Tensor features = model.backbone->forward(b.images);
-    proposals =
-        model.rpn->forward_train_padded(features, model.rpn->head->forward(features), {32, 32}, b.sizes, b.boxes, &g)
-            .padded;
+    const Tensor features = (*model.backbone)(b.images);
+    proposals = model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &g).proposals;
   }
   REQUIRE(proposals.counts.to_vector<int64_t>()[0] > 0);
 
@@ -283,6 +288,18 @@ TEST_CASE("errors/faster_rcnn: bad images, targets and configs are refused by na
   CHECK_THROWS_CONTAINING(train(images, boxes, labels, {{40, 32}}), "between (1, 1) and the padded batch size");
   CHECK_THROWS_CONTAINING(train(images, one_box({2, 2, 30, 20}), labels, {{32, 16}}), "outside the image of 32 x 16");
   CHECK_THROWS_CONTAINING(model.forward_infer(rand({1, 3, 32, 32}, kFloat64)), "FasterRCNN::forward_infer");
+  // A loader's batch is checked the same way, before anything moves.
+  data::Batch batch;
+  batch.images = images;
+  batch.boxes = boxes;
+  batch.labels = {from_vector<int64_t>({3}, {1})};
+  batch.image_sizes = {{32, 32}};
+  CHECK_THROWS_CONTAINING(model.forward_train(batch), "FasterRCNN::forward_train: label 0 of image 0 is 3");
+  batch.labels = labels;
+  batch.image_sizes = {{32, 16}};
+  CHECK_THROWS_CONTAINING(model.forward_train(batch), "outside the image of 32 x 16");
+  batch.images = rand({1, 4, 32, 32});
+  CHECK_THROWS_CONTAINING(model.forward_train(batch), "expected images of shape (N, 3, H, W)");
   CHECK_THROWS_CONTAINING(FasterRCNN::total_loss({}), "no losses");
 
   DetectorConfig bad = test::tiny_detector_config();
@@ -329,58 +346,22 @@ MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: losses and gradients match the CPU, wi
     CAPTURE(cpu_params[i].first);
     CHECK(test::allclose(gpu_params[i].second.grad().to(Device::cpu()), cpu_params[i].second.grad(), 1e-7, 1e-9));
   }
-}
 
-MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn: training with CUDA graphs gives the losses and weights of eager training") {
-  // The backbone and the RPN head replay as graphs from the third step on (nn/graphs/graphed_function.h);
-  // the twin runs every op eagerly. Same weights, batches and sampling draws: the same training.
-  // Deterministic kernels (no atomics in deformable conv and RoIAlign), so that six AdamW steps cannot
-  // amplify a last-bit difference of summation order into a visible one.
-  DeterministicGuard deterministic;
-  Generator init_a(51), init_b(51);
-  FasterRCNN eager(test::tiny_detector_config(), &init_a), graphed(test::tiny_detector_config(), &init_b);
-  test::perturb_offset_predictors(eager, 52);
-  test::perturb_offset_predictors(graphed, 52);
-  REQUIRE(graphed.uses_cuda_graphs());  // the default
-  eager.use_cuda_graphs(false);
-  CHECK(!eager.uses_cuda_graphs());
-  eager.to(Device::cuda());
-  graphed.to(Device::cuda());
-  nn::AdamW eager_opt({{eager.parameters(), 0.01, 0.01}}), graphed_opt({{graphed.parameters(), 0.01, 0.01}});
-  Generator sample_a(53), sample_b(53);
-  for (int step = 0; step < 6; ++step) {
-    CAPTURE(step);
-    const TinyBatch b = tiny_batch(60 + static_cast<uint64_t>(step));
-    const Tensor images = b.images.to(kFloat32).to(Device::cuda());
-    std::vector<Tensor> boxes;
-    for (const Tensor& box : b.boxes) boxes.push_back(box.to(kFloat32));
-    const TransferCounts before = transfer_counts();
-    const Losses got = graphed.forward_train(images, boxes, b.labels, b.sizes, &sample_b);
-    FasterRCNN::total_loss(got).backward();
-    CHECK((transfer_counts() - before).device_to_host == 0);  // graphs add no synchronisation
-    const Losses want = eager.forward_train(images, boxes, b.labels, b.sizes, &sample_a);
-    FasterRCNN::total_loss(want).backward();
-    for (const auto& [name, loss] : want) {
-      CAPTURE(name);
-      CHECK(value(got.at(name)) == doctest::Approx(value(loss)).epsilon(1e-4));
-    }
-    graphed_opt.step();
-    eager_opt.step();
-    graphed_opt.zero_grad();
-    eager_opt.zero_grad();
+  // A loader's batch: its targets are checked on the host before anything moves, then reach the GPU in two
+  // copies (data::to_device). The step still never waits, and the same draws give the same losses.
+  data::Batch batch;
+  batch.images = b.images;  // float64 on the CPU: moved to the model's dtype and device
+  batch.boxes = b.boxes;
+  batch.labels = b.labels;
+  batch.image_sizes = b.sizes;
+  batch.image_ids = {0, 1};
+  batch.indices = {0, 1};
+  Generator gen_batch(44);
+  const TransferCounts batch_before = transfer_counts();
+  const Losses from_batch = gpu.forward_train(batch, &gen_batch);
+  CHECK((transfer_counts() - batch_before).device_to_host == 0);
+  for (const auto& [name, loss] : on_cpu) {
+    CAPTURE(name);
+    CHECK(value(from_batch.at(name)) == doctest::Approx(value(loss)).epsilon(1e-9));
   }
-  const auto a = eager.named_parameters(), b = graphed.named_parameters();
-  for (size_t i = 0; i < a.size(); ++i) {
-    CAPTURE(a[i].first);
-    CHECK(test::allclose(b[i].second.detach().cpu(), a[i].second.detach().cpu(), 1e-3, 1e-5));
-  }
-  const auto ab = eager.named_buffers(), bb = graphed.named_buffers();
-  for (size_t i = 0; i < ab.size(); ++i) {
-    CAPTURE(ab[i].first);
-    CHECK(test::allclose(bb[i].second.cpu(), ab[i].second.cpu(), 1e-3, 1e-5));
-  }
-  const nn::GraphedCounts counts = graphed.cuda_graph_counts();
-  CHECK(counts.eager == 2);
-  CHECK(counts.captures == 1);
-  CHECK(counts.replays == 4);
 }

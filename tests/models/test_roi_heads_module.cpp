@@ -1,6 +1,6 @@
-// RoI heads, the assembled module: RoIAlign + box head + sampling + losses in training, postprocessing in
-// inference; values, a gradient check into the features, errors, and CUDA against the CPU. The parts are
-// tested in test_roi_heads.cpp.
+// RoI heads, the assembled module: sampling + RoIAlign + box head + losses in training (from padded
+// proposals, the RPN's training output), postprocessing in inference (per-image proposals); values, a gradient
+// check into the features, errors, and CUDA against the CPU. The parts are tested in test_roi_heads.cpp.
 #include <map>
 #include <string>
 #include <vector>
@@ -8,6 +8,7 @@
 #include "autograd/gradcheck.h"
 #include "core/deterministic.h"
 #include "core/factories.h"
+#include "models/common/padded_proposals.h"
 #include "models/roi_heads/roi_heads.h"
 #include "ops/elementwise/binary.h"
 #include "ops/reduction/reduction.h"
@@ -27,7 +28,8 @@ namespace {
 
 // A tiny batch for the module: 2 images of 48 x 48 (features 12 x 12 at stride 4), image 0 with the hand
 // case's two objects (scaled into the image), image 1 without objects. Proposal corners sit off the pixel
-// grid, so RoIAlign's bilinear samples are away from integer lines.
+// grid, so RoIAlign's bilinear samples are away from integer lines. Training reads the proposals as one
+// padded table (pad_proposals), inference as the per-image list.
 struct ModuleCase {
   Tensor features;
   std::vector<Tensor> proposals, gt_boxes, gt_labels;
@@ -72,8 +74,9 @@ TEST_CASE("values/roi_heads: the module composes sampling RoIAlign the box head 
   CHECK(heads.box_head->fc6->weight.sizes() == Shape({6, 2 * 7 * 7}));
 
   Generator a(33), b(33);
-  const auto losses = heads.forward_train(c.features, c.proposals, c.gt_boxes, c.gt_labels, &a);
-  const RoISample s = models::sample_rois(c.proposals, c.gt_boxes, c.gt_labels, o, &b);
+  const models::PaddedProposals padded = models::pad_proposals(c.proposals);
+  const auto losses = heads.forward_train(c.features, padded, c.gt_boxes, c.gt_labels, &a);
+  const RoISample s = models::sample_rois_padded(padded, c.gt_boxes, c.gt_labels, o, &b);
   const auto manual = models::roi_heads_loss(heads.forward_box_head(c.features, s.rois), s);
   CHECK(losses.at("loss_classifier").item<double>() == manual.at("loss_classifier").item<double>());
   CHECK(losses.at("loss_box_reg").item<double>() == manual.at("loss_box_reg").item<double>());
@@ -99,9 +102,10 @@ TEST_CASE("values/roi_heads: a seed fixes the sample and proposals get no gradie
   ModuleCase c = module_case(kFloat64, 71);
   RoIHeadsOptions o = test::tiny_roi_heads_options();
   o.batch_size_per_image = 6;  // fewer slots than candidates: the draw matters
+  const models::PaddedProposals padded = models::pad_proposals(c.proposals);
   auto sample_with = [&](uint64_t seed) {
     Generator gen(seed);
-    return models::sample_rois(c.proposals, c.gt_boxes, c.gt_labels, o, &gen);
+    return models::sample_rois_padded(padded, c.gt_boxes, c.gt_labels, o, &gen);
   };
   const RoISample first = sample_with(5), again = sample_with(5);
   CHECK(values(first.rois) == values(again.rois));
@@ -112,14 +116,15 @@ TEST_CASE("values/roi_heads: a seed fixes the sample and proposals get no gradie
   CHECK(any_different);
 
   // Proposals are detached, as in torchvision: the loss reaches the features, never the proposal boxes.
-  for (Tensor& p : c.proposals) p.requires_grad_();
+  models::PaddedProposals tracked = models::pad_proposals(c.proposals);
+  tracked.boxes.requires_grad_();
   models::RoIHeads heads(o);
   heads.to(kFloat64);
   const Tensor features = c.features.clone().requires_grad_();
   Generator gen(7);
-  total_loss(heads.forward_train(features, c.proposals, c.gt_boxes, c.gt_labels, &gen)).backward();
+  total_loss(heads.forward_train(features, tracked, c.gt_boxes, c.gt_labels, &gen)).backward();
   CHECK(features.grad().defined());
-  for (const Tensor& p : c.proposals) CHECK_FALSE(p.grad().defined());
+  CHECK_FALSE(tracked.boxes.grad().defined());
 }
 
 TEST_CASE("gradcheck/roi_heads: the training loss through the FC layers and RoIAlign into the features") {
@@ -132,9 +137,10 @@ TEST_CASE("gradcheck/roi_heads: the training loss through the FC layers and RoIA
   heads.to(kFloat64);
   TensorList inputs = {c.features.requires_grad_()};
   for (const Tensor& p : heads.parameters()) inputs.push_back(p);
+  const models::PaddedProposals padded = models::pad_proposals(c.proposals);
   const auto fn = [&](const TensorList& in) {
     Generator gen(43);  // every evaluation samples the same rows
-    const auto losses = heads.forward_train(in[0], c.proposals, c.gt_boxes, c.gt_labels, &gen);
+    const auto losses = heads.forward_train(in[0], padded, c.gt_boxes, c.gt_labels, &gen);
     return stack({losses.at("loss_classifier"), losses.at("loss_box_reg")}, 0);
   };
   const auto result = autograd::gradcheck(fn, inputs);
@@ -154,14 +160,23 @@ TEST_CASE("errors/roi_heads: the module's inputs and options") {
   CHECK_THROWS_CONTAINING(models::RoIHeads(bad), "expected bg_iou_threshold <= fg_iou_threshold");
 
   models::RoIHeads heads(test::tiny_roi_heads_options());
-  CHECK_THROWS_CONTAINING(heads.forward_train(zeros({2, 3, 12, 12}), c.proposals, c.gt_boxes, c.gt_labels),
+  const models::PaddedProposals padded = models::pad_proposals(c.proposals);
+  CHECK_THROWS_CONTAINING(heads.forward_train(zeros({2, 3, 12, 12}), padded, c.gt_boxes, c.gt_labels),
                           "expected features of shape (2, 2, h, w)");
-  CHECK_THROWS_CONTAINING(heads.forward_train(c.features, {c.proposals[0]}, c.gt_boxes, c.gt_labels),
-                          "expected features of shape (1, 2, h, w)");
-  CHECK_THROWS_CONTAINING(heads.forward_train(c.features.to(kFloat64), c.proposals, c.gt_boxes, c.gt_labels),
+  CHECK_THROWS_CONTAINING(
+      heads.forward_train(c.features, models::pad_proposals({c.proposals[0]}), c.gt_boxes, c.gt_labels),
+      "expected features of shape (1, 2, h, w)");
+  CHECK_THROWS_CONTAINING(heads.forward_train(c.features.to(kFloat64), padded, c.gt_boxes, c.gt_labels),
                           "RoIHeads::forward_train");
+  CHECK_THROWS_CONTAINING(heads.forward_train(c.features, {padded.boxes.select(0, 0), padded.counts}, c.gt_boxes,
+                                              c.gt_labels),
+                          "RoIHeads::forward_train: expected padded proposals of shape (N, P, 4), got (10, 4)");
+  CHECK_THROWS_CONTAINING(heads.forward_train(c.features, {}, c.gt_boxes, c.gt_labels),
+                          "RoIHeads::forward_train: the padded proposals' boxes are undefined");
+  CHECK_THROWS_CONTAINING(heads.forward_train(c.features, padded, {c.gt_boxes[0]}, c.gt_labels),
+                          "expected one gt_boxes and one gt_labels tensor per image (2 images), got 1 and 2");
   const std::vector<Tensor> bad_labels = {from_vector<int64_t>({2, 3}), c.gt_labels[1]};
-  CHECK_THROWS_CONTAINING(heads.forward_train(c.features, c.proposals, c.gt_boxes, bad_labels),
+  CHECK_THROWS_CONTAINING(heads.forward_train(c.features, padded, c.gt_boxes, bad_labels),
                           "expected gt_labels[0] in 1..2 (0 is background), got 3 at index 1");
   CHECK_THROWS_CONTAINING(heads.forward_infer(c.features, c.proposals, {{48, 48}}), "one image size per image (2)");
   const Tensor nan_proposals = from_vector<float>({1, 1, NAN, 5}, {1, 4});
@@ -184,9 +199,10 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: the module's losses gradients and detect
     models::RoIHeads& heads = device ? gpu_heads : cpu_heads;
     Generator gen(63);
     const Tensor features = (device ? c.features.cuda() : c.features.clone()).requires_grad_();
-    const auto losses = device ? heads.forward_train(features, on_cuda(c.proposals), on_cuda(c.gt_boxes),
-                                                     on_cuda(c.gt_labels), &gen)
-                               : heads.forward_train(features, c.proposals, c.gt_boxes, c.gt_labels, &gen);
+    const auto losses = device ? heads.forward_train(features, models::pad_proposals(on_cuda(c.proposals)),
+                                                     on_cuda(c.gt_boxes), on_cuda(c.gt_labels), &gen)
+                               : heads.forward_train(features, models::pad_proposals(c.proposals), c.gt_boxes,
+                                                     c.gt_labels, &gen);
     total_loss(losses).backward();
     results[device] = {losses.at("loss_classifier").detach().cpu(), losses.at("loss_box_reg").detach().cpu(),
                        features.grad().cpu()};
@@ -206,8 +222,8 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: the module's losses gradients and detect
       gpu_heads.zero_grad();
       Generator gen(64);
       const Tensor features = c.features.cuda().requires_grad_();
-      total_loss(gpu_heads.forward_train(features, on_cuda(c.proposals), on_cuda(c.gt_boxes), on_cuda(c.gt_labels),
-                                         &gen))
+      total_loss(gpu_heads.forward_train(features, models::pad_proposals(on_cuda(c.proposals)), on_cuda(c.gt_boxes),
+                                         on_cuda(c.gt_labels), &gen))
           .backward();
       bits[run] = features.grad().to_vector<float>();
     }

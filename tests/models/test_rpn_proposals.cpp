@@ -23,7 +23,7 @@ using namespace minidet;
 using models::ProposalOptions;
 using models::RPN;
 using models::RPNOptions;
-using models::RPNOutput;
+using models::RPNTrainOutput;
 
 namespace {
 
@@ -76,7 +76,7 @@ struct RpnSetup {
     gt = {from_vector<double>({2, 3, 20, 18, 10, 12, 30, 29}, {2, 4}, dtype),
           from_vector<double>({5, 5, 14, 12}, {1, 4}, dtype)};
   }
-  RPNOutput train(const Device& device, uint64_t seed) {
+  RPNTrainOutput train(const Device& device, uint64_t seed) {
     std::vector<Tensor> boxes;
     for (const Tensor& g : gt) boxes.push_back(g.to(device));
     Generator sampling(seed);  // the same sample in every evaluation
@@ -237,13 +237,18 @@ TEST_CASE("values/rpn: module shapes cached anchors and finite losses") {
   // (1 * 4 + 2) * 6 + 2 (ratios outer, sizes inner).
   CHECK(anchors.select(0, 38).to_vector<double>() == std::vector<double>{12, 4, 20, 12});
 
-  const RPNOutput out = s.train(Device::cpu(), 7);
-  REQUIRE(out.proposals.size() == 2);
+  const RPNTrainOutput out = s.train(Device::cpu(), 7);
+  // The training proposals: one (2, 20, 4) table, image n's proposals its first counts[n] rows.
+  const Tensor& table = out.proposals.boxes;
+  REQUIRE(table.sizes() == Shape({2, 20, 4}));  // P = train_proposals.post_nms_top_n
+  CHECK_FALSE(table.requires_grad());
+  const std::vector<int64_t> counts = out.proposals.counts.to_vector<int64_t>();
+  REQUIRE(counts.size() == 2);
   for (size_t n = 0; n < 2; ++n) {
-    const Tensor& p = out.proposals[n];
-    CHECK(p.size(1) == 4);
-    REQUIRE(p.size(0) >= 1);
-    CHECK(p.size(0) <= 20);  // train_proposals.post_nms_top_n
+    CAPTURE(n);
+    REQUIRE(counts[n] >= 1);
+    CHECK(counts[n] <= 20);
+    const Tensor p = table.select(0, static_cast<int64_t>(n)).narrow(0, 0, counts[n]);
     CHECK(max(p.select(1, 2)).item<double>() <= double(s.sizes[n][1]));  // inside image n
     CHECK(max(p.select(1, 3)).item<double>() <= double(s.sizes[n][0]));
     CHECK(min(p).item<double>() >= 0.0);
@@ -255,14 +260,12 @@ TEST_CASE("values/rpn: module shapes cached anchors and finite losses") {
   CHECK(out.losses.objectness.requires_grad());
 }
 
-TEST_CASE("values/rpn: forward_infer gives detached test proposals and no losses") {
+TEST_CASE("values/rpn: forward_infer gives detached per-image test proposals") {
   RpnSetup s(kFloat64);
-  const RPNOutput out = s.rpn->forward_infer(s.features.clone().requires_grad_(), {32, 32}, s.sizes);
+  const std::vector<Tensor> proposals = s.rpn->forward_infer(s.features.clone().requires_grad_(), {32, 32}, s.sizes);
   CHECK(GradMode::is_enabled());  // restored
-  CHECK_FALSE(out.losses.objectness.defined());
-  CHECK_FALSE(out.losses.box.defined());
-  REQUIRE(out.proposals.size() == 2);
-  for (const Tensor& p : out.proposals) {
+  REQUIRE(proposals.size() == 2);
+  for (const Tensor& p : proposals) {
     CHECK_FALSE(p.requires_grad());
     CHECK(p.size(0) <= 10);  // test_proposals.post_nms_top_n
   }
@@ -272,7 +275,7 @@ TEST_CASE("gradcheck/rpn: the module's total loss through the head parameters wi
   RpnSetup s(kFloat64);
   autograd::TensorList inputs = s.rpn->head->parameters();
   const auto fn = [&](const autograd::TensorList&) {
-    const RPNOutput out = s.train(Device::cpu(), 99);
+    const RPNTrainOutput out = s.train(Device::cpu(), 99);
     return add(out.losses.objectness, out.losses.box);
   };
   const Tensor loss = fn(inputs);
@@ -471,18 +474,25 @@ MINIDET_CUDA_TEST_CASE("cuda/rpn: proposals losses and head gradients match the 
     const double tol = dtype == kFloat64 ? 1e-9 : 1e-4;
     RpnSetup on_cpu(dtype), on_gpu(dtype);  // identical weights: same seeds
     on_gpu.rpn->to(Device::cuda());
-    const RPNOutput c = on_cpu.train(Device::cpu(), 5), g = on_gpu.train(Device::cuda(), 5);
+    const RPNTrainOutput c = on_cpu.train(Device::cpu(), 5), g = on_gpu.train(Device::cuda(), 5);
     CHECK(g.losses.objectness.is_cuda());
     CHECK(test::allclose(g.losses.objectness.detach().cpu(), c.losses.objectness.detach(), tol, 1e-6));
     CHECK(test::allclose(g.losses.box.detach().cpu(), c.losses.box.detach(), tol, 1e-6));
     // float64 logits agree to ~1e-15, far closer than any two of them: the same proposals. In float32 two
     // near-equal logits could swap places, so only the shapes' bounds are compared.
-    for (size_t n = 0; n < c.proposals.size(); ++n) {
-      CHECK(g.proposals[n].is_cuda());
-      CHECK(g.proposals[n].size(0) <= 20);
+    CHECK(g.proposals.boxes.is_cuda());
+    CHECK(g.proposals.counts.is_cuda());
+    REQUIRE(g.proposals.boxes.sizes() == c.proposals.boxes.sizes());
+    const std::vector<int64_t> gpu_counts = g.proposals.counts.cpu().to_vector<int64_t>();
+    const std::vector<int64_t> cpu_counts = c.proposals.counts.to_vector<int64_t>();
+    for (size_t n = 0; n < cpu_counts.size(); ++n) {
+      CAPTURE(n);
+      CHECK(gpu_counts[n] <= 20);
       if (dtype == kFloat64) {
-        REQUIRE(g.proposals[n].sizes() == c.proposals[n].sizes());
-        CHECK(test::allclose(g.proposals[n].cpu(), c.proposals[n], 1e-9, 1e-9));
+        REQUIRE(gpu_counts[n] == cpu_counts[n]);
+        const int64_t image = static_cast<int64_t>(n);
+        CHECK(test::allclose(g.proposals.boxes.select(0, image).narrow(0, 0, gpu_counts[n]).cpu(),
+                             c.proposals.boxes.select(0, image).narrow(0, 0, cpu_counts[n]), 1e-9, 1e-9));
       }
     }
     add(c.losses.objectness, c.losses.box).backward();

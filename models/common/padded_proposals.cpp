@@ -1,0 +1,39 @@
+// pad_proposals: per-image proposals into one PaddedProposals table (see padded_proposals.h).
+#include "models/common/padded_proposals.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/grad_mode.h"
+#include "ops/common/checks.h"
+
+namespace minidet::models {
+
+PaddedProposals pad_proposals(const std::vector<Tensor>& proposals) {
+  const char* op = "pad_proposals";
+  MINIDET_CHECK(!proposals.empty(), op, ": expected one proposals tensor per image, got none");
+  int64_t widest = 0;
+  std::vector<int64_t> counts;
+  for (size_t n = 0; n < proposals.size(); ++n) {
+    const Tensor& p = proposals[n];
+    MINIDET_CHECK(p.defined(), op, ": proposals[", n, "] is undefined");
+    ops::check_floating(op, p, "proposals");
+    MINIDET_CHECK(p.dim() == 2 && p.size(1) == 4, op, ": expected proposals[", n, "] of shape (P, 4), got ", p.sizes());
+    ops::check_same_dtype(op, p, "proposals", proposals[0], "proposals[0]");
+    ops::check_same_device(op, p, "proposals", proposals[0], "proposals[0]");
+    counts.push_back(p.size(0));
+    widest = std::max(widest, p.size(0));
+  }
+  NoGradGuard no_grad;  // the table is detached, as the RPN's
+  const int64_t images = static_cast<int64_t>(proposals.size());
+  PaddedProposals out;
+  out.boxes = zeros({images, widest, 4}, proposals[0].options());
+  for (int64_t n = 0; n < images; ++n)
+    if (counts[n] > 0) out.boxes.select(0, n).narrow(0, 0, counts[n]).copy_(proposals[n].detach());
+  out.counts = from_vector<int64_t>(counts).to(proposals[0].device());
+  return out;
+}
+
+}  // namespace minidet::models

@@ -1,0 +1,116 @@
+// engine::CudaGraphs: the detector trained with its backbone and RPN head replayed as CUDA graphs learns
+// exactly what eager training learns, with no added host synchronisation; and destroying it gives the
+// modules their own forward back.
+#include <vector>
+
+#include "core/deterministic.h"
+#include "core/factories.h"
+#include "core/transfer_counts.h"
+#include "engine/cuda_graphs.h"
+#include "nn/optim/adam.h"
+#include "tests/models/deformable_helpers.h"
+#include "tests/models/tiny_detector.h"
+#include "tests/support.h"
+
+using namespace minidet;
+using models::FasterRCNN;
+using models::Losses;
+
+namespace {
+
+// Two 32 x 32 images: the first with two objects, the second with none (and a smaller real size).
+struct TinyBatch {
+  Tensor images;
+  std::vector<Tensor> boxes, labels;
+  models::ImageSizes sizes{{32, 32}, {32, 28}};
+};
+
+TinyBatch tiny_batch(uint64_t seed) {
+  Generator gen(seed);
+  TinyBatch b;
+  b.images = rand({2, 3, 32, 32}, kFloat32, &gen).to(Device::cuda());
+  b.boxes = {from_vector<float>({3.3f, 4.1f, 17.6f, 15.2f, 14.7f, 12.2f, 29.4f, 30.1f}, {2, 4}),
+             zeros({0, 4}, kFloat32)};
+  b.labels = {from_vector<int64_t>({1, 2}, {2}), zeros({0}, kInt64)};
+  return b;
+}
+
+double value(const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64).item<double>(); }
+
+}  // namespace
+
+MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: training with graph replays gives the losses and weights of eager training") {
+  // The backbone and the RPN head replay as graphs from the third step on; the twin runs every op eagerly.
+  // Same weights, batches and sampling draws: the same training. Deterministic kernels (no atomics in
+  // deformable conv and RoIAlign), so that six AdamW steps cannot amplify a last-bit difference of summation
+  // order into a visible one.
+  DeterministicGuard deterministic;
+  Generator init_a(51), init_b(51);
+  FasterRCNN eager(test::tiny_detector_config(), &init_a), graphed(test::tiny_detector_config(), &init_b);
+  test::perturb_offset_predictors(eager, 52);
+  test::perturb_offset_predictors(graphed, 52);
+  eager.to(Device::cuda());
+  graphed.to(Device::cuda());
+  engine::CudaGraphs graphs(graphed);
+  CHECK(graphed.backbone->forward_replaced());
+  CHECK(graphed.rpn->head->forward_replaced());
+  CHECK(!eager.backbone->forward_replaced());
+  nn::AdamW eager_opt({{eager.parameters(), 0.01, 0.01}}), graphed_opt({{graphed.parameters(), 0.01, 0.01}});
+  Generator sample_a(53), sample_b(53);
+  for (int step = 0; step < 6; ++step) {
+    CAPTURE(step);
+    const TinyBatch b = tiny_batch(60 + static_cast<uint64_t>(step));
+    const TransferCounts before = transfer_counts();
+    const Losses got = graphed.forward_train(b.images, b.boxes, b.labels, b.sizes, &sample_b);
+    FasterRCNN::total_loss(got).backward();
+    CHECK((transfer_counts() - before).device_to_host == 0);  // graphs add no synchronisation
+    const Losses want = eager.forward_train(b.images, b.boxes, b.labels, b.sizes, &sample_a);
+    FasterRCNN::total_loss(want).backward();
+    for (const auto& [name, loss] : want) {
+      CAPTURE(name);
+      CHECK(value(got.at(name)) == doctest::Approx(value(loss)).epsilon(1e-4));
+    }
+    graphed_opt.step();
+    eager_opt.step();
+    graphed_opt.zero_grad();
+    eager_opt.zero_grad();
+  }
+  const auto a = eager.named_parameters(), b = graphed.named_parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(a[i].first);
+    CHECK(test::allclose(b[i].second.detach().cpu(), a[i].second.detach().cpu(), 1e-3, 1e-5));
+  }
+  const auto ab = eager.named_buffers(), bb = graphed.named_buffers();
+  for (size_t i = 0; i < ab.size(); ++i) {
+    CAPTURE(ab[i].first);
+    CHECK(test::allclose(bb[i].second.cpu(), ab[i].second.cpu(), 1e-3, 1e-5));
+  }
+  // Per graph: 2 warm-up calls, 1 capture, 4 replays (the third call captures, then replays).
+  const nn::GraphedCounts counts = graphs.counts();
+  CHECK(counts.eager == 2 * 2);
+  CHECK(counts.captures == 2 * 1);
+  CHECK(counts.replays == 2 * 4);
+}
+
+TEST_CASE("values/cuda_graphs: installing them replaces the modules' forward and removing them restores it") {
+  // On the CPU the replacement runs the modules' own forward (graphs apply to CUDA tensors only), so a model
+  // gives the same losses with them installed, and none is left behind once they are gone.
+  Generator init(7);
+  FasterRCNN model(test::tiny_detector_config(), &init);
+  Generator gen(8);
+  const Tensor images = rand({1, 3, 32, 32}, kFloat32, &gen);
+  const std::vector<Tensor> boxes{from_vector<float>({2.f, 3.f, 20.f, 25.f}, {1, 4})};
+  const std::vector<Tensor> labels{from_vector<int64_t>({1}, {1})};
+  Generator sample_a(9), sample_b(9);
+  const Losses eager = model.forward_train(images, boxes, labels, {}, &sample_a);
+  {
+    engine::CudaGraphs graphs(model);
+    CHECK(model.backbone->forward_replaced());
+    const Losses through = model.forward_train(images, boxes, labels, {}, &sample_b);
+    for (const auto& [name, loss] : eager) CHECK(value(through.at(name)) == value(loss));
+    CHECK(graphs.counts().eager == 2);  // each module's replacement ran its forward eagerly once
+    CHECK(graphs.counts().captures == 0);
+  }
+  CHECK(!model.backbone->forward_replaced());
+  CHECK(!model.rpn->head->forward_replaced());
+}
