@@ -17,7 +17,7 @@ minidet's own data, for an exact comparison (detector_torch.py --data, --plan):
                 the boxes and labels minidet's CocoDataset gives (data/coco/coco_dataset.h).
   plan_batches  replays a run's batches.jsonl (engine/batch_plan.h): the same images in the same
                 order, mirrored where minidet's flip mirrored them, as float32 bit for bit what its loader made.
-  coco_results  detections as a COCO results file, which minidet's `evaluate` program scores.
+  coco_results  detections as a COCO results file, which `minidet eval --gt --results` scores.
 """
 import json
 import math
@@ -273,7 +273,7 @@ def plan_batches(torch, np, split, plan):
 
 def coco_results(split, detections):
     """detections [(position, label, score, (x1, y1, x2, y2))] as a COCO results list, with the split's image
-    and category ids (the file `evaluate --results` reads)."""
+    and category ids (the file `minidet eval --results` reads)."""
     return [{"image_id": split.image_ids[position], "category_id": split.category_ids[label - 1],
              "bbox": [box[0], box[1], box[2] - box[0], box[3] - box[1]], "score": score}
             for position, label, score, box in detections]

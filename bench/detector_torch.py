@@ -8,7 +8,7 @@
                                                                                # --time-to-accuracy --json FILE
     # minidet's own data, batches, flips and scoring (see "The exact comparison" below):
     python3 bench/detector_torch.py --time-to-accuracy --data /tmp/shapes128 --plan runs/NAME/batches.jsonl \
-        --evaluate-bin build/release/examples/evaluate [--init WEIGHTS.pt] [--seed 0] [--device cpu]
+        --minidet-command build/release/examples/minidet/minidet [--init WEIGHTS.pt] [--seed 0] [--device cpu]
 
 The model is minidet's DetectorConfig defaults rebuilt from torchvision parts:
   backbone   stem conv 3x3/2 (32) + BatchNorm + ReLU; four stages of one basic block, widths 32-64-128-128,
@@ -61,10 +61,12 @@ The exact comparison (--time-to-accuracy with --data): minidet's data, batches a
   --plan FILE      a run's batches.jsonl (engine/batch_plan.h): step k trains on the images the run's
                    step k trained on, in its order, mirrored where its random flip mirrored them (boxes
                    x -> W - x). Without --plan the twin shuffles and flips with numpy's generator seeded by --seed.
-  --evaluate-bin   minidet's `evaluate` program (build/<preset>/examples/evaluate), required with --data: each
+  --minidet-command  the minidet command (build/<preset>/examples/minidet/minidet), required with --data: each
                    evaluation writes the held-out detections as a COCO results file (results_step<N>.json in
-                   --results-dir; test.json's image and category ids) and takes mAP@0.5 (VOC all-point, as
-                   minidet train logs it) and COCO AP from its --json line.
+                   --results-dir; test.json's image and category ids), scores it with
+                   `minidet eval --gt test.json --results FILE --json` and takes mAP@0.5 (VOC all-point, as
+                   minidet train logs it) and COCO AP from its --json line. (Not --minidet-bin: that one is
+                   bench_detector, which bench_common.py runs first for the speed comparison.)
   --init FILE      a state_dict to start from (bench/torchvision_weights.py converts a minidet checkpoint).
   --seed N         torch's seed (initial weights, the samplers) and the drawn order; the data stay seed 0's.
   --device cpu     runs the mode on the CPU, to try it without a GPU (slow: a few steps).
@@ -395,7 +397,7 @@ def evaluate(torch, np, trainer, test):
 
 
 def evaluate_with_minidet(torch, np, trainer, test, args, step):
-    """--data: the held-out split's detections as a COCO results file, scored by minidet's `evaluate --json`.
+    """--data: the held-out split's detections as a COCO results file, scored by `minidet eval --results --json`.
     Returns its numbers: map50 (VOC all-point AP@0.5), coco_ap, coco_ap50, coco_ap75, coco_ar100."""
     import json
     import subprocess
@@ -412,10 +414,11 @@ def evaluate_with_minidet(torch, np, trainer, test, args, step):
     path = os.path.join(args.results_dir, f"results_step{step:05d}.json")
     with open(path, "w") as f:
         json.dump(coco_results(test, detections), f)
-    scored = subprocess.run([args.evaluate_bin, "--gt", test.json_path, "--results", path, "--json"],
+    scored = subprocess.run([args.minidet_command, "eval", "--gt", test.json_path, "--results", path, "--json"],
                             capture_output=True, text=True)
     if scored.returncode != 0 or "{" not in scored.stdout:
-        raise SystemExit(f"{args.evaluate_bin} --results {path} failed: {scored.stderr.strip()}")
+        raise SystemExit(f"{args.minidet_command} eval --gt {test.json_path} --results {path} failed: "
+                         f"{scored.stderr.strip()}")
     return json.loads(scored.stdout[scored.stdout.rindex("{"):])
 
 
@@ -423,7 +426,7 @@ def time_to_accuracy(torch, args, device_name):
     np = import_numpy()
     steps = args.steps or STEPS
     start = time.perf_counter()
-    if args.data:  # minidet's data, its batch plan or our own, scored by its `evaluate`
+    if args.data:  # minidet's data, its batch plan or our own, scored by `minidet eval --results`
         train, test = CocoSplit(torch, np, args.data, "train"), CocoSplit(torch, np, args.data, "test")
         plan = read_plan(args.plan, steps) if args.plan else drawn_plan(np, len(train), BATCH, args.seed, steps)
         loader = plan_batches(torch, np, train, plan)
@@ -494,7 +497,8 @@ def add_arguments(parser):
     exact = parser.add_argument_group("time to accuracy on minidet's data (see the top)")
     exact.add_argument("--data", help="an export_shapes_coco folder: train.json, train/, test.json, test/")
     exact.add_argument("--plan", help="a minidet run's batches.jsonl to replay (needs --data)")
-    exact.add_argument("--evaluate-bin", help="minidet's evaluate program (needed with --data)")
+    exact.add_argument("--minidet-command", help="the minidet command, build/<preset>/examples/minidet/minidet, "
+                                                 "whose `eval --gt --results` scores the twin (needed with --data)")
     exact.add_argument("--results-dir", help="where the COCO results files go (default: a new temporary folder)")
     exact.add_argument("--init", help="a state_dict (.pt) to start from instead of random weights")
     exact.add_argument("--seed", type=int, default=SEED, help="torch's seed and the drawn batch order")
@@ -514,9 +518,9 @@ def check_exact_arguments(args):
     if args.plan and not args.data:
         raise SystemExit("--plan replays a run on its data: give the export_shapes_coco folder with --data")
     if args.data:
-        if not args.evaluate_bin or not os.access(args.evaluate_bin, os.X_OK):
-            raise SystemExit(f"--data needs --evaluate-bin, minidet's evaluate program (build/<preset>/examples/"
-                             f"evaluate); got {args.evaluate_bin!r}")
+        if not args.minidet_command or not os.access(args.minidet_command, os.X_OK):
+            raise SystemExit(f"--data needs --minidet-command, the minidet command (build/<preset>/examples/minidet/"
+                             f"minidet), whose `eval --results` scores the twin; got {args.minidet_command!r}")
         if not args.results_dir:
             import tempfile
             args.results_dir = tempfile.mkdtemp(prefix="detector_torch_results_")

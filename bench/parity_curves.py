@@ -13,7 +13,7 @@ Per seed s:
      default (aligned=true), to measure that difference;
   3. the twin: bench/detector_torch.py --time-to-accuracy on the same data (export_shapes_coco), replaying the
      aligned=false run's batches.jsonl (same images, order and flips) from the same weights, scored by
-     minidet's `evaluate`.
+     `minidet eval --gt --results`, the evaluator of minidet's own evaluations.
 What still differs between the two runs: the samplers' random draws (torch's generator, minidet's), and the
 floating-point order of GPU sums. Writes curves.json, curves.svg and a summary table under --out.
 """
@@ -81,7 +81,7 @@ def one_seed(args, seed, data):
     twin_log = os.path.join(work, "twin.log")
     run([sys.executable, os.path.join(HERE, "detector_torch.py"), "--time-to-accuracy", "--target", "2",
          "--steps", str(args.steps), "--eval-every", str(args.eval_every), "--data", data,
-         "--plan", os.path.join(work, "minidet", "batches.jsonl"), "--evaluate-bin", f"{build}/examples/evaluate",
+         "--plan", os.path.join(work, "minidet", "batches.jsonl"), "--minidet-command", minidet,
          "--init", init_pt, "--seed", str(seed), "--device", args.device, "--results-dir", os.path.join(work, "twin-results")], twin_log)
     say(f"seed {seed} done")
     return {"minidet": minidet_curve(os.path.join(work, "minidet")), "twin": twin_curve(twin_log),
@@ -171,7 +171,8 @@ def report(curves, seeds, steps, out):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--build", help="a build folder (build/gpu): minidet, evaluate, ...")
+    parser.add_argument("--build", help="a build folder (build/gpu) with examples/minidet/minidet, "
+                        "examples/export_shapes_coco and bench/parity_minidet built")
     parser.add_argument("--out", required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=750, help="minidet's default schedule.steps")

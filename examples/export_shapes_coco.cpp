@@ -1,5 +1,5 @@
 // Exports the synthetic shapes dataset as COCO: <out>/train.json, <out>/test.json and the PNG images in
-// <out>/train/ and <out>/test/. Any COCO tool (pycocotools, this repo's `evaluate`) can then read them.
+// <out>/train/ and <out>/test/. Any COCO tool (pycocotools, `minidet eval --gt --results`) can then read them.
 //
 //   export_shapes_coco --out /tmp/shapes --size 64 --classes 3 --train 1000 --test 200 --seed 0
 //

@@ -1,8 +1,10 @@
 // The three subcommands of `minidet`, as plain functions of their parsed options, so main.cpp only
-// declares the command line and each command lives in its own file (train.cpp, evaluate.cpp, detect.cpp).
+// declares the command line and each command lives in its own file (train.cpp, evaluate.cpp with
+// score_results.cpp, detect.cpp).
 // Each returns the process exit code; errors are thrown (minidet::Error) and printed by main as one line.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -28,15 +30,33 @@ struct TrainArgs {
 };
 int run_train(const TrainArgs& args);
 
+// `minidet eval` has two forms (evaluate.cpp): --checkpoint runs a model over validation data and scores it;
+// --results scores a COCO results file that already exists against --gt (score_results.cpp).
 struct EvalArgs {
+  std::vector<std::string> given;  // the options given on the command line ("--batch", ...), to check the form
+  bool json = false;               // end with the JSON line of scores_json (both forms)
+  // The --checkpoint form.
   std::string checkpoint;  // a checkpoint or a run folder (its best.ckpt)
   std::string val_json, val_images;
   std::string out;         // the COCO results file; default <checkpoint>.results.json
   std::string device = "auto";
   int threads = 0;
   int64_t batch = 0;       // 0: the schedule's batch
+  // The --results form.
+  std::string gt, results;  // COCO instances file, COCO results file
+  bool voc = false, voc_11_point = false, per_category = false;
+  std::string draw;         // folder for pictures of the first images; empty: none
+  std::string images;       // the ground truth's image folder; default: the json's name without .json, beside it
+  int64_t draw_count = 4;
+  double min_score = 0.3;   // detections drawn from this score
 };
 int run_eval(const EvalArgs& args);
+int score_results(const EvalArgs& args);  // the --results form, after run_eval has checked the flags
+// The headline numbers as one JSON line, named as metrics.jsonl's eval lines, at %.17g (a double read back
+// from it is the same double; -1, undefined, stays -1):
+//   {"map50":..,"coco_ap":..,"coco_ap50":..,"coco_ap75":..,"coco_ar100":..}
+// map50 is VOC's all-point AP@0.5 (as `minidet train` scores); the rest are the COCO summary's stats[0, 1, 2, 8].
+std::string scores_json(double map50, const std::array<double, 12>& coco);
 
 struct DetectArgs {
   std::string checkpoint;

@@ -1,7 +1,16 @@
-// `minidet eval`: rebuilds the detector from a checkpoint alone (its embedded config), runs it over the
-// validation data (the run's own by default: the synthetic held-out split, or its COCO validation files)
-// and prints the VOC table and the COCO summary; the detections go to a COCO results file that
-// examples/evaluate or pycocotools can score again.
+// `minidet eval`, the one evaluation program, in two forms; exactly one of --checkpoint and --results is given:
+//
+//   minidet eval --checkpoint DIR_OR_FILE [--val-json J --val-images DIR] [--out results.json] [--json]
+//     rebuilds the detector from a checkpoint alone (its embedded config), runs it over the validation data
+//     (the run's own by default: the synthetic held-out split, or its COCO validation files) and prints the
+//     VOC table and the COCO summary; the detections go to a COCO results file that the --results form or
+//     pycocotools can score again.
+//   minidet eval --gt GT.json --results RES.json [--voc] [--per-category] [--json] [--draw DIR ...]
+//     scores a COCO results file that already exists, with no model (score_results.cpp).
+//
+// Each form's flags are refused with the other, by name, rather than ignored: a --batch given with --results
+// would otherwise look as if it had been used. --json (both forms) ends with the same JSON line of the
+// headline numbers (scores_json), so a script reads either form the same way.
 //
 // What would fail late fails first, in one line: an --out that cannot be written, and a --batch whose forward
 // pass cannot fit in this machine's memory (inference_memory.h; batches are padded to their largest image).
@@ -50,9 +59,36 @@ void check_batches_fit(const models::BackboneOptions& backbone, Device device, c
                          worst.images > 1 ? "use a smaller --batch" : "scale the validation images down");
 }
 
-}  // namespace
+// Which form the given flags ask for (true: --results), or one line saying what is wrong with them.
+bool results_form(const EvalArgs& args) {
+  const auto given = [&](const std::string& name) {
+    return std::find(args.given.begin(), args.given.end(), name) != args.given.end();
+  };
+  const bool checkpoint = given("--checkpoint"), results = given("--results");
+  MINIDET_CHECK(!(checkpoint && results),
+                "--checkpoint and --results are the two forms of eval (run a model, or score a results file): "
+                "give one of them");
+  MINIDET_CHECK(checkpoint || results,
+                "eval needs --checkpoint (run a model over validation data) or --results with --gt "
+                "(score a COCO results file)");
+  const std::vector<std::string> checkpoint_only = {"--val-json", "--val-images", "--out", "--batch", "--device",
+                                                    "--threads"};
+  const std::vector<std::string> results_only = {"--gt", "--voc", "--voc-11-point", "--per-category", "--draw",
+                                                 "--images", "--draw-count", "--min-score"};
+  const char* const running = "--checkpoint (running a model)";
+  const char* const scoring = "--results (scoring a results file)";
+  for (const std::string& name : results ? checkpoint_only : results_only)
+    MINIDET_CHECK(!given(name), name, " goes with ", results ? running : scoring, ", not with ",
+                  results ? scoring : running);
+  if (!results) return false;
+  MINIDET_CHECK(given("--gt"), "--results needs --gt, the COCO ground-truth file to score it against");
+  for (const char* name : {"--images", "--draw-count", "--min-score"})
+    MINIDET_CHECK(!given(name) || given("--draw"), name, " goes with --draw, the folder for the pictures");
+  return true;
+}
 
-int run_eval(const EvalArgs& args) {
+// The --checkpoint form.
+int run_checkpoint(const EvalArgs& args) {
   set_threads(args.threads);
   MINIDET_CHECK(args.val_json.empty() == args.val_images.empty(), "--val-json and --val-images go together");
   const Device device = pick_device(args.device);
@@ -81,7 +117,14 @@ int run_eval(const EvalArgs& args) {
                                                                         : "synthetic held-out split")
                                     : args.val_json.c_str(),
               scores.table.c_str(), scores.map50, scores.coco[0], results.c_str());
+  if (args.json) std::printf("%s\n", scores_json(scores.map50, scores.coco).c_str());
   return 0;
+}
+
+}  // namespace
+
+int run_eval(const EvalArgs& args) {
+  return results_form(args) ? score_results(args) : run_checkpoint(args);
 }
 
 }  // namespace minidet::cli

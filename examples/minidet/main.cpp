@@ -2,7 +2,8 @@
 //
 //   minidet train  [--config run.json] [--set section.key=value ...] [--device auto|cpu|cuda] [--out DIR]
 //   minidet train  --resume DIR
-//   minidet eval   --checkpoint DIR_OR_FILE [--val-json J --val-images DIR] [--out results.json]
+//   minidet eval   --checkpoint DIR_OR_FILE [--val-json J --val-images DIR] [--out results.json] [--json]
+//   minidet eval   --gt GT.json --results RES.json [--voc] [--per-category] [--json] [--draw DIR]
 //   minidet detect --checkpoint DIR_OR_FILE IMAGES... --out DIR [--score-threshold 0.5]
 //
 // This file only declares the command line (CLI11); each subcommand lives in its own file. Every error,
@@ -94,15 +95,36 @@ int main(int argc, char** argv) {
 
   cli::EvalArgs eval;
   CLI::App* eval_command = app.add_subcommand(
-      "eval", "Evaluate a checkpoint: VOC mAP@0.5 per class, the COCO summary, and a COCO results json");
-  eval_command->add_option("--checkpoint", eval.checkpoint, "a checkpoint, or a run folder (its best.ckpt)")
-      ->required();
+      "eval", "Evaluate a checkpoint (VOC mAP@0.5 per class, the COCO summary, and a COCO results json), or "
+              "score an existing COCO results file with --gt and --results");
+  eval_command->add_option("--checkpoint", eval.checkpoint, "a checkpoint, or a run folder (its best.ckpt)");
   eval_command->add_option("--val-json", eval.val_json, "COCO instances file (default: the run's validation data)");
   eval_command->add_option("--val-images", eval.val_images, "folder of the validation images");
   eval_command->add_option("--out", eval.out, "COCO results file (default <checkpoint>.results.json)");
   eval_command->add_option("--batch", eval.batch, "images per forward pass (default: the run's batch)")
       ->check(kNonNegative);
   add_device_options(eval_command, eval.device, eval.threads);
+  eval_command->add_option("--results", eval.results, "score this COCO results file instead of a checkpoint");
+  eval_command->add_option("--gt", eval.gt, "with --results: the ground-truth COCO instances file");
+  eval_command->add_flag("--voc", eval.voc, "with --results: also print VOC AP@0.5 per class and the mAP");
+  eval_command->add_flag("--voc-11-point", eval.voc_11_point, "with --results: VOC2007's 11-point interpolation");
+  eval_command->add_flag("--per-category", eval.per_category, "with --results: print COCO AP per category");
+  eval_command->add_option("--draw", eval.draw, "with --results: save pictures of the first images here");
+  eval_command->add_option("--images", eval.images,
+                           "with --draw: the ground truth's image folder (default: the json's name without .json, "
+                           "beside it)");
+  eval_command->add_option("--draw-count", eval.draw_count, "with --draw: how many images to draw (default 4)")
+      ->check(kNonNegative);
+  eval_command->add_option("--min-score", eval.min_score, "with --draw: detections drawn from this score")
+      ->capture_default_str();
+  eval_command->add_flag("--json", eval.json,
+                         "end with a JSON line of mAP@0.5 and the COCO AP/AR at full precision (both forms)");
+  eval_command->footer(
+      "Examples:\n"
+      "  minidet eval --checkpoint runs/NAME --json      run best.ckpt over the run's validation data\n"
+      "  minidet eval --checkpoint runs/NAME --val-json val.json --val-images val/ --out results.json\n"
+      "  minidet eval --gt shapes/test.json --results results.json --voc --per-category\n"
+      "  minidet eval --gt shapes/test.json --results results.json --draw drawn --draw-count 8");
 
   cli::DetectArgs detect;
   CLI::App* detect_command = app.add_subcommand(
@@ -133,7 +155,11 @@ int main(int argc, char** argv) {
       if (seed_option->count() > 0) train.overrides.push_back("schedule.seed=" + std::to_string(seed));
       return cli::run_train(train);
     }
-    if (*eval_command) return cli::run_eval(eval);
+    if (*eval_command) {
+      for (const CLI::Option* option : eval_command->get_options())
+        if (option->count() > 0) eval.given.push_back(option->get_name());
+      return cli::run_eval(eval);
+    }
     return cli::run_detect(detect);
   } catch (const Error& e) {
     report(e.message());

@@ -122,7 +122,8 @@ void check_batch_plan(const fs::path& run) {
 TEST_CASE("values/minidet: --help for the program and each subcommand") {
   const fs::path folder = fresh_folder("help");
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--help", "train"}, {"train --help", "--resume"}, {"eval --help", "--checkpoint"}, {"detect --help", "--out"}};
+      {"--help", "train"}, {"train --help", "--resume"}, {"eval --help", "--checkpoint"}, {"eval --help", "--results"},
+      {"detect --help", "--out"}};
   for (const auto& [arguments, expected] : cases) {
     CAPTURE(arguments);
     const Result r = run_minidet(folder, arguments);
@@ -194,6 +195,13 @@ bool export_shapes(const fs::path& folder, const std::string& arguments) {
   return std::system(command.c_str()) == 0;
 }
 
+// The JSON line of `minidet eval --json` (no other line of its output holds a '{'; --draw's lines follow it).
+json last_json_line(const std::string& out) {
+  const size_t start = out.rfind('{');
+  REQUIRE_MESSAGE(start != std::string::npos, out);
+  return json::parse(out.substr(start, out.find('\n', start) - start));
+}
+
 // The twin (bench/detector_torch.py --data) trains on export_shapes_coco's folder: it must hold the very
 // images, boxes and labels that `minidet train` draws with its default data config, and PNG keeps the
 // pixels exactly. An image depends only on (seed, split, index), so a few images stand for the 2000 + 200.
@@ -257,21 +265,65 @@ TEST_CASE("values/minidet: training on the exported COCO folder matches training
   CHECK(expected_evals.size() == 2);
   CHECK(eval_lines(folder / "on_coco" / "metrics.jsonl") == expected_evals);
 
-  // The `evaluate` program, which scores the twin's results files, gives the numbers `minidet train` logged
+  // `minidet eval --results`, which scores the twin's results files, gives the numbers `minidet train` logged
   // at its last evaluation, to the last bit, from the same model's COCO results file.
   const Result eval = run_minidet(folder, "eval --checkpoint on_coco/last.ckpt --device cpu --out results.json");
   REQUIRE_MESSAGE(eval.code == 0, eval.err);
-  const std::string command = "cd '" + folder.string() + "' && '" + EVALUATE_EXE +
-                              "' --gt shapes/test.json --results results.json --json > scored.txt";
-  REQUIRE(std::system(command.c_str()) == 0);
-  const std::string scored = read_text(folder / "scored.txt");
-  const json numbers = json::parse(scored.substr(scored.rfind('{')));
+  const Result scored = run_minidet(folder, "eval --gt shapes/test.json --results results.json --json");
+  REQUIRE_MESSAGE(scored.code == 0, scored.err);
+  const json numbers = last_json_line(scored.out);
   const json logged = read_jsonl(folder / "on_coco" / "metrics.jsonl").back();
   REQUIRE(logged.at("type") == "eval");
   for (const char* key : {"map50", "coco_ap", "coco_ap50", "coco_ap75", "coco_ar100"}) {
     CAPTURE(key);
     CHECK(numbers.at(key).get<double>() == logged.at(key).get<double>());
   }
+}
+
+// The two forms of `minidet eval` are one evaluator: the --results form scores the results file the
+// --checkpoint form wrote to the very numbers the --checkpoint form printed (both --json lines, to the last
+// bit), and prints what scripts read: pycocotools' summary, the VOC table, and the pictures it drew.
+TEST_CASE("values/minidet: eval --results scores a checkpoint's results file to the numbers eval --checkpoint gave") {
+  const fs::path folder = fresh_folder("eval_results");
+  write_text(folder / "tiny.json", kTinyConfig);
+  const Result trained = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out run "
+                                             "--set schedule.eval_every=0");
+  REQUIRE_MESSAGE(trained.code == 0, trained.err);
+  // The run's held-out split (64 px, 4 images, seed 0) as COCO files: the ground truth the --results form reads.
+  REQUIRE(export_shapes(folder, "--size 64 --train 6 --test 4 --seed 0 --out shapes"));
+
+  const Result from_checkpoint = run_minidet(folder, "eval --checkpoint run --device cpu --out results.json --json");
+  REQUIRE_MESSAGE(from_checkpoint.code == 0, from_checkpoint.err);
+  CHECK(json::parse(read_text(folder / "results.json")).is_array());
+  const Result from_file = run_minidet(folder, "eval --gt shapes/test.json --results results.json --voc --per-category "
+                                               "--json --draw drawn --draw-count 2");
+  REQUIRE_MESSAGE(from_file.code == 0, from_file.err);
+  CHECK(from_file.err.empty());
+  CHECK(from_file.out.find("4 images, ") == 0);
+  CHECK(from_file.out.find(" Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = ") !=
+        std::string::npos);
+  CHECK(from_file.out.find("VOC AP@0.50 (all-point)") != std::string::npos);         // --voc
+  CHECK(from_file.out.find("  category    1 square ") != std::string::npos);  // --per-category
+
+  const json expected = last_json_line(from_checkpoint.out), got = last_json_line(from_file.out);
+  for (const char* key : {"map50", "coco_ap", "coco_ap50", "coco_ap75", "coco_ar100"}) {
+    CAPTURE(key);
+    REQUIRE(expected.at(key).is_number());
+    CHECK(got.at(key).get<double>() == expected.at(key).get<double>());
+  }
+  // The checkpoint form's own printed mAP@0.5 is its JSON line's, rounded.
+  char printed[64];
+  std::snprintf(printed, sizeof printed, "mAP@0.5 %.4f", expected.at("map50").get<double>());
+  CHECK(from_checkpoint.out.find(printed) != std::string::npos);
+
+  // --draw: the first 2 images, with the test split's file names, each a readable PNG and named on stdout.
+  int64_t pictures = 0;
+  for (const auto& entry : fs::directory_iterator(folder / "drawn")) {
+    CHECK(!data::read_png(entry.path().string()).empty());
+    CHECK(from_file.out.find("drew drawn/" + entry.path().filename().string()) != std::string::npos);
+    ++pictures;
+  }
+  CHECK(pictures == 2);
 }
 
 #ifdef MINIDET_MPIEXEC

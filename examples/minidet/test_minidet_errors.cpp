@@ -124,6 +124,53 @@ TEST_CASE("errors/minidet: bad arguments, files and data give one clear line and
   }
 }
 
+// `minidet eval` has two forms, --checkpoint (run a model) and --gt with --results (score a results file);
+// a flag of one form given with the other is refused by name rather than silently ignored. These refusals
+// come before any file is opened, so no trained run is needed.
+TEST_CASE("errors/minidet: eval takes exactly one of --checkpoint and --results, each with its own flags") {
+  const fs::path folder = fresh_folder("eval_forms");
+  const std::string running = "--checkpoint (running a model)", scoring = "--results (scoring a results file)";
+  const std::string neither =
+      "eval needs --checkpoint (run a model over validation data) or --results with --gt (score a COCO results file)";
+  // A ground truth of one image and one category, and a results file whose detection names another image.
+  write_text(folder / "gt.json", R"({"images": [{"id": 1, "file_name": "a.png", "width": 64, "height": 64}], )"
+                                 R"("annotations": [], "categories": [{"id": 1, "name": "thing"}]})");
+  write_text(folder / "results.json", R"([{"image_id": 7, "category_id": 1, "bbox": [1, 1, 5, 5], "score": 0.9}])");
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"eval", neither},
+      {"eval --gt gt.json", neither},
+      {"eval --json", neither},
+      {"eval --checkpoint run --results results.json",
+       "--checkpoint and --results are the two forms of eval (run a model, or score a results file): give one of them"},
+      {"eval --results results.json", "--results needs --gt, the COCO ground-truth file to score it against"},
+      {"eval --gt gt.json --results results.json --batch 4", "--batch goes with " + running + ", not with " + scoring},
+      {"eval --gt gt.json --results results.json --val-json gt.json",
+       "--val-json goes with " + running + ", not with " + scoring},
+      {"eval --gt gt.json --results results.json --out scored.json",
+       "--out goes with " + running + ", not with " + scoring},
+      {"eval --gt gt.json --results results.json --device cpu",
+       "--device goes with " + running + ", not with " + scoring},
+      {"eval --checkpoint run --gt gt.json", "--gt goes with " + scoring + ", not with " + running},
+      {"eval --checkpoint run --voc", "--voc goes with " + scoring + ", not with " + running},
+      {"eval --checkpoint run --draw drawn", "--draw goes with " + scoring + ", not with " + running},
+      {"eval --gt gt.json --results results.json --images images",
+       "--images goes with --draw, the folder for the pictures"},
+      {"eval --gt gt.json --results results.json --min-score 0.5",
+       "--min-score goes with --draw, the folder for the pictures"},
+      {"eval --gt gt.json --results missing.json", "coco results: cannot open missing.json"},
+      {"eval --gt gt.json --results results.json",
+       "coco results: entry 0 in results.json: image_id 7 is not among the ground-truth images"},
+  };
+  for (const auto& [arguments, message] : cases) {
+    CAPTURE(arguments);
+    const Result r = run_minidet(folder, arguments);
+    CHECK(r.code != 0);
+    CHECK(r.out.empty());
+    CHECK(r.err == "minidet: " + message + "\n");
+  }
+}
+
 TEST_CASE("errors/minidet: a non-finite loss stops the run naming the step and the loss parts") {
   const fs::path folder = fresh_folder("non_finite");
   write_text(folder / "tiny.json", kTinyConfig);
