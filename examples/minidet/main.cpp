@@ -50,15 +50,7 @@ void report(const std::string& message) {
   std::fprintf(stderr, "minidet: %s\n", message.c_str());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"minidet: train, evaluate and run the tiny Faster R-CNN (see README.md)", "minidet"};
-  app.require_subcommand(1);
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag wins
-
-  cli::TrainArgs train;
-  uint64_t seed = 0;
+CLI::App* add_train_command(CLI::App& app, cli::TrainArgs& train, uint64_t& seed, CLI::Option*& seed_option) {
   CLI::App* train_command = app.add_subcommand(
       "train", "Train on the synthetic shapes (default) or a COCO dataset; writes a run folder with config.json, "
                "metrics.jsonl, loss.png, map.png, detections/ and last/best checkpoints");
@@ -69,7 +61,7 @@ int main(int argc, char** argv) {
                             "--set detector.rpn.train.post_nms_top_n=500 (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   add_device_options(train_command, train.device, train.threads);
-  CLI::Option* seed_option = train_command->add_option("--seed", seed, "same as --set schedule.seed=N");
+  seed_option = train_command->add_option("--seed", seed, "same as --set schedule.seed=N");
   train_command->add_option("--out", train.out, "run folder (default runs/<YYYYmmdd-HHMMSS>)");
   train_command->add_option("--resume", train.resume, "continue the run in this folder (or from this checkpoint)");
   train_command->add_option("--stop-after", train.stop_after,
@@ -92,8 +84,11 @@ int main(int argc, char** argv) {
       "  minidet train --resume runs/short --set schedule.steps=300    continue, and train longer\n"
       "  mpirun -np 2 minidet train --out runs/two    data parallel: each rank trains on half of every batch\n"
       "  minidet train --train-json train.json --train-images train/ --val-json val.json --val-images val/");
+  return train_command;
+}
 
-  cli::EvalArgs eval;
+// Two forms: a checkpoint run over validation data, or a COCO results file scored against its ground truth.
+CLI::App* add_eval_command(CLI::App& app, cli::EvalArgs& eval) {
   CLI::App* eval_command = app.add_subcommand(
       "eval", "Evaluate a checkpoint (VOC mAP@0.5 per class, the COCO summary, and a COCO results json), or "
               "score an existing COCO results file with --gt and --results");
@@ -125,8 +120,10 @@ int main(int argc, char** argv) {
       "  minidet eval --checkpoint runs/NAME --val-json val.json --val-images val/ --out results.json\n"
       "  minidet eval --gt shapes/test.json --results results.json --voc --per-category\n"
       "  minidet eval --gt shapes/test.json --results results.json --draw drawn --draw-count 8");
+  return eval_command;
+}
 
-  cli::DetectArgs detect;
+CLI::App* add_detect_command(CLI::App& app, cli::DetectArgs& detect) {
   CLI::App* detect_command = app.add_subcommand(
       "detect", "Detect objects in PNG/JPEG images: pictures with boxes, class names and scores, and "
                 "detections.json (COCO results)");
@@ -141,6 +138,23 @@ int main(int argc, char** argv) {
                              "scale images so the longer side has this many pixels (0: as they are)")
       ->check(kNonNegative);
   add_device_options(detect_command, detect.device, detect.threads);
+  return detect_command;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"minidet: train, evaluate and run the tiny Faster R-CNN (see README.md)", "minidet"};
+  app.require_subcommand(1);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag wins
+  cli::TrainArgs train;
+  uint64_t seed = 0;
+  CLI::Option* seed_option = nullptr;
+  CLI::App* train_command = add_train_command(app, train, seed, seed_option);
+  cli::EvalArgs eval;
+  CLI::App* eval_command = add_eval_command(app, eval);
+  cli::DetectArgs detect;
+  add_detect_command(app, detect);
 
   try {
     app.parse(argc, argv);

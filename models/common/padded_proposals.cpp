@@ -11,11 +11,8 @@
 
 namespace minidet::models {
 
-PaddedProposals pad_proposals(const std::vector<Tensor>& proposals) {
-  const char* op = "pad_proposals";
+void check_proposal_list(const char* op, const std::vector<Tensor>& proposals) {
   MINIDET_CHECK(!proposals.empty(), op, ": expected one proposals tensor per image, got none");
-  int64_t widest = 0;
-  std::vector<int64_t> counts;
   for (size_t n = 0; n < proposals.size(); ++n) {
     const Tensor& p = proposals[n];
     MINIDET_CHECK(p.defined(), op, ": proposals[", n, "] is undefined");
@@ -23,6 +20,15 @@ PaddedProposals pad_proposals(const std::vector<Tensor>& proposals) {
     MINIDET_CHECK(p.dim() == 2 && p.size(1) == 4, op, ": expected proposals[", n, "] of shape (P, 4), got ", p.sizes());
     ops::check_same_dtype(op, p, "proposals", proposals[0], "proposals[0]");
     ops::check_same_device(op, p, "proposals", proposals[0], "proposals[0]");
+  }
+}
+
+PaddedProposals pad_proposals(const std::vector<Tensor>& proposals) {
+  const char* op = "pad_proposals";
+  check_proposal_list(op, proposals);
+  int64_t widest = 0;
+  std::vector<int64_t> counts;
+  for (const Tensor& p : proposals) {
     counts.push_back(p.size(0));
     widest = std::max(widest, p.size(0));
   }

@@ -29,4 +29,9 @@ struct PaddedProposals {
 // the dtype and device unknown). Returns boxes (N, max P_n, 4), detached, and counts (N) on that device.
 PaddedProposals pad_proposals(const std::vector<Tensor>& proposals);
 
+// Throws, naming `op`, unless there is at least one image and every proposals[n] is defined, floating,
+// (P_n, 4), with proposals[0]'s dtype and device: the checks of every entry point that takes per-image
+// proposals (pad_proposals, the RoI heads' inference and sampling).
+void check_proposal_list(const char* op, const std::vector<Tensor>& proposals);
+
 }  // namespace minidet::models

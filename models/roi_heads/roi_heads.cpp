@@ -41,7 +41,7 @@ std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, co
   const PaddedProposals detached{proposals.boxes.detach(), proposals.counts};
   std::vector<Tensor> slots;  // image n's rows, as views: the checks of shapes, dtypes and devices
   for (int64_t n = 0; n < detached.boxes.size(0); ++n) slots.push_back(detached.boxes.select(0, n));
-  detail::check_proposals(op, slots);
+  check_proposal_list(op, slots);
   detail::check_features(op, features, options_.in_channels, slots);
   detail::check_targets_shapes(op, slots, gt_boxes, gt_labels);
   if (options_.check_targets) check_roi_targets(gt_boxes, gt_labels, options_.num_classes);  // 1 sync on CUDA
@@ -52,7 +52,7 @@ std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, co
 std::vector<Detections> RoIHeads::forward_infer(const Tensor& features, const std::vector<Tensor>& proposals,
                                                 const ImageSizes& image_sizes) {
   const char* op = "RoIHeads::forward_infer";
-  detail::check_proposals(op, proposals);
+  check_proposal_list(op, proposals);
   detail::check_features(op, features, options_.in_channels, proposals);
   NoGradGuard no_grad;
   // rois: every proposal with its image's index in front, in image order.

@@ -6,18 +6,6 @@
 
 namespace minidet::models::detail {
 
-void check_proposals(const char* op, const std::vector<Tensor>& proposals) {
-  MINIDET_CHECK(!proposals.empty(), op, ": expected one proposals tensor per image, got none");
-  for (size_t n = 0; n < proposals.size(); ++n) {
-    const Tensor& p = proposals[n];
-    MINIDET_CHECK(p.defined(), op, ": proposals[", n, "] is undefined");
-    ops::check_floating(op, p, "proposals");
-    MINIDET_CHECK(p.dim() == 2 && p.size(1) == 4, op, ": expected proposals[", n, "] of shape (P, 4), got ", p.sizes());
-    ops::check_same_dtype(op, p, "proposals", proposals[0], "proposals[0]");
-    ops::check_same_device(op, p, "proposals", proposals[0], "proposals[0]");
-  }
-}
-
 void check_targets_shapes(const char* op, const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,
                           const std::vector<Tensor>& gt_labels) {
   MINIDET_CHECK(gt_boxes.size() == proposals.size() && gt_labels.size() == proposals.size(), op,

@@ -9,10 +9,6 @@
 
 namespace minidet::models::detail {
 
-// At least one image; every proposals[n] defined, float32 or float64, (P_n, 4), with proposals[0]'s dtype and
-// device.
-void check_proposals(const char* op, const std::vector<Tensor>& proposals);
-
 // One gt_boxes and one gt_labels tensor per image: gt_boxes[n] (M_n, 4) with the proposals' dtype and device,
 // gt_labels[n] (M_n) int64 on that device. Shapes only: values are check_roi_targets' job.
 void check_targets_shapes(const char* op, const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,

@@ -57,7 +57,7 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
                                                const ImageSizes& image_sizes, const RoIHeadsOptions& options) {
   const char* op = "postprocess_detections";
   detail::check_options(op, options);
-  detail::check_proposals(op, proposals);
+  check_proposal_list(op, proposals);
   const int64_t images = static_cast<int64_t>(proposals.size()), num_classes = options.num_classes;
   detail::check_image_sizes(op, image_sizes, images);
   int64_t rois = 0;

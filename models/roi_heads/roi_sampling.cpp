@@ -173,7 +173,7 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
                       const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options, Generator* generator) {
   const char* op = "sample_rois";
   detail::check_options(op, options);
-  detail::check_proposals(op, proposals);
+  check_proposal_list(op, proposals);
   detail::check_targets_shapes(op, proposals, gt_boxes, gt_labels);
   NoGradGuard no_grad;  // targets are constants of the loss; proposals are detached as in torchvision
   const Matcher matcher(options.fg_iou_threshold, options.bg_iou_threshold, /*allow_low_quality_matches=*/false);
@@ -220,7 +220,7 @@ RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector
   // slots past the image's count are then made "ignored" on the device, so the host never reads a count.
   std::vector<Tensor> slots;
   for (int64_t i = 0; i < n; ++i) slots.push_back(proposals.boxes.select(0, i));
-  detail::check_proposals(op, slots);
+  check_proposal_list(op, slots);
   detail::check_targets_shapes(op, slots, gt_boxes, gt_labels);
   NoGradGuard no_grad;
   const Matcher matcher(options.fg_iou_threshold, options.bg_iou_threshold, /*allow_low_quality_matches=*/false);

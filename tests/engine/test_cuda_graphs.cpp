@@ -18,20 +18,12 @@ using models::Losses;
 
 namespace {
 
-// Two 32 x 32 images: the first with two objects, the second with none (and a smaller real size).
-struct TinyBatch {
-  Tensor images;
-  std::vector<Tensor> boxes, labels;
-  models::ImageSizes sizes{{32, 32}, {32, 28}};
-};
-
-TinyBatch tiny_batch(uint64_t seed) {
-  Generator gen(seed);
-  TinyBatch b;
-  b.images = rand({2, 3, 32, 32}, kFloat32, &gen).to(Device::cuda());
-  b.boxes = {from_vector<float>({3.3f, 4.1f, 17.6f, 15.2f, 14.7f, 12.2f, 29.4f, 30.1f}, {2, 4}),
-             zeros({0, 4}, kFloat32)};
-  b.labels = {from_vector<int64_t>({1, 2}, {2}), zeros({0}, kInt64)};
+// tests/models/tiny_detector.h's batch in float32, its images on the GPU (targets stay on the CPU, as a
+// loader's).
+test::TinyBatch gpu_batch(uint64_t seed) {
+  test::TinyBatch b = test::tiny_batch(seed);
+  b.images = b.images.to(kFloat32).to(Device::cuda());
+  for (Tensor& box : b.boxes) box = box.to(kFloat32);
   return b;
 }
 
@@ -59,7 +51,7 @@ MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: training with graph replays gives the 
   Generator sample_a(53), sample_b(53);
   for (int step = 0; step < 6; ++step) {
     CAPTURE(step);
-    const TinyBatch b = tiny_batch(60 + static_cast<uint64_t>(step));
+    const test::TinyBatch b = gpu_batch(60 + static_cast<uint64_t>(step));
     const TransferCounts before = transfer_counts();
     const Losses got = graphed.forward_train(b.images, b.boxes, b.labels, b.sizes, &sample_b);
     FasterRCNN::total_loss(got).backward();

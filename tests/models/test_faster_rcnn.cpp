@@ -27,21 +27,8 @@ using models::Losses;
 
 namespace {
 
-// Two 32 x 32 images in float64: the first with two objects, the second with none.
-struct TinyBatch {
-  Tensor images;
-  std::vector<Tensor> boxes, labels;
-  models::ImageSizes sizes{{32, 32}, {32, 28}};
-};
-
-TinyBatch tiny_batch(uint64_t seed) {
-  Generator gen(seed);
-  TinyBatch b;
-  b.images = rand({2, 3, 32, 32}, kFloat64, &gen);
-  b.boxes = {from_vector<double>({3.3, 4.1, 17.6, 15.2, 14.7, 12.2, 29.4, 30.1}, {2, 4}), zeros({0, 4}, kFloat64)};
-  b.labels = {from_vector<int64_t>({1, 2}, {2}), zeros({0}, kInt64)};
-  return b;
-}
+using test::TinyBatch;
+using test::tiny_batch;
 
 double value(const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64).item<double>(); }
 

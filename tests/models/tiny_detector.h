@@ -1,9 +1,15 @@
 // A FasterRCNN config small enough for finite differences and for building in milliseconds: 2 classes,
 // 32 x 32 images, stride 8 (4 x 4 features), 2 anchors per position, a 3 x 3 RoIAlign and an 8-wide box
-// head. Shared by the detector's tests and the error tables.
+// head. Shared by the detector's tests, the engine's and the error tables; tiny_batch is a batch for it.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include "core/factories.h"
+#include "core/generator.h"
 #include "models/faster_rcnn/detector_config.h"
+#include "models/roi_heads/roi_heads.h"
 
 namespace minidet::test {
 
@@ -23,6 +29,23 @@ inline models::DetectorConfig tiny_detector_config() {
   c.roi_heads.representation_size = 8;
   c.roi_heads.batch_size_per_image = 12;
   return c;
+}
+
+// Two 32 x 32 images in float64 on the CPU, for the tiny detector: the first with two objects, the second
+// with none (and a smaller real size).
+struct TinyBatch {
+  Tensor images;
+  std::vector<Tensor> boxes, labels;
+  models::ImageSizes sizes{{32, 32}, {32, 28}};
+};
+
+inline TinyBatch tiny_batch(uint64_t seed) {
+  Generator gen(seed);
+  TinyBatch b;
+  b.images = rand({2, 3, 32, 32}, kFloat64, &gen);
+  b.boxes = {from_vector<double>({3.3, 4.1, 17.6, 15.2, 14.7, 12.2, 29.4, 30.1}, {2, 4}), zeros({0, 4}, kFloat64)};
+  b.labels = {from_vector<int64_t>({1, 2}, {2}), zeros({0}, kInt64)};
+  return b;
 }
 
 }  // namespace minidet::test
