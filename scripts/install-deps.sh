@@ -23,6 +23,9 @@ need libcli11-dev /usr/include/CLI/CLI.hpp  # examples: command lines
 # dist/: multi-process training (mpirun). The header's folder names the architecture, hence the glob.
 compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null || missing+=(libopenmpi-dev)
 need openmpi-bin mpirun
+# tests/reference/box_iou_rotated_reference.py: shapely judges box_iou_rotated's polygon areas.
+need python3 python3
+need python3-shapely /usr/lib/python3/dist-packages/shapely/__init__.py
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all build dependencies are present"

@@ -17,6 +17,7 @@ enum class UnaryOp {
   Sqrt,
   Abs,
   Sign,
+  Floor,
   Relu,
   Sigmoid,
   Tanh,
@@ -38,6 +39,7 @@ enum class CompareOp { Gt, Lt, Ge, Le, Eq, Ne };
 template <typename T>
 MINIDET_HOST_DEVICE inline T apply_unary(UnaryOp op, T x, double a, double b) {
   using std::exp;
+  using std::floor;
   using std::log;
   using std::pow;
   using std::sqrt;
@@ -49,6 +51,7 @@ MINIDET_HOST_DEVICE inline T apply_unary(UnaryOp op, T x, double a, double b) {
     case UnaryOp::Sqrt: return static_cast<T>(sqrt(x));
     case UnaryOp::Abs: return x < T(0) ? -x : x;
     case UnaryOp::Sign: return static_cast<T>((x > T(0)) - (x < T(0)));
+    case UnaryOp::Floor: return static_cast<T>(floor(x));
     // x != x is the NaN test (it works in device code too): relu(NaN) is NaN, as in PyTorch, not 0.
     case UnaryOp::Relu: return (x > T(0) || x != x) ? x : T(0);
     // 1 / (1 + e^-x) overflows e^-x for very negative x; use e^x / (1 + e^x) there instead.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "core/factories.h"
 #include "ops/elementwise/binary.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/elementwise_raw.h"
@@ -56,6 +57,17 @@ Tensor abs(const Tensor& x) {
 }
 
 Tensor sign(const Tensor& x) { return unary_raw("sign", UnaryOp::Sign, x); }
+
+Tensor floor(const Tensor& x) {
+  Tensor y = unary_raw("floor", UnaryOp::Floor, x);
+  // The derivative is 0 between integers (undefined on them). Recorded as torch.floor is: floor(x) stays in the
+  // graph and hands back exact zeros, so a wrap like x - pi * floor((x + pi/2) / pi) (models/box_coder's
+  // normalize_angle) has x's own gradient, 1.
+  autograd::record("floor", {x}, {y}, {}, [](BackwardContext&, const TensorList& g) -> TensorList {
+    return {zeros_like(g[0])};
+  });
+  return y;
+}
 
 Tensor relu(const Tensor& x) {
   Tensor y = unary_raw("relu", UnaryOp::Relu, x);

@@ -11,6 +11,8 @@
 //   pow      y = x^p             dx = dy * p * x^(p-1)
 //   clamp    y = min(max(x, lo), hi)   dx = dy * [lo <= x <= hi]   (lo, hi not NaN; infinite is fine)
 //   sign     y = sign(x)         no gradient (piecewise constant)
+//   floor    y = floor(x)        dx = 0                     (piecewise constant, 0 between integers; recorded
+//                                                          as torch.floor is: floor(x) requires grad)
 //
 // Ops that can write their gradient from y save y instead of x. All take float32 or float64 on any device.
 #pragma once
@@ -27,6 +29,7 @@ Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);
+Tensor floor(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);

@@ -57,6 +57,7 @@ std::vector<BadCall> unary_rows() {
       {"neg", [](const Tensor& x) { neg(x); }},           {"exp", [](const Tensor& x) { exp(x); }},
       {"log", [](const Tensor& x) { log(x); }},           {"sqrt", [](const Tensor& x) { sqrt(x); }},
       {"abs", [](const Tensor& x) { abs(x); }},           {"sign", [](const Tensor& x) { sign(x); }},
+      {"floor", [](const Tensor& x) { floor(x); }},
       {"relu", [](const Tensor& x) { relu(x); }},         {"sigmoid", [](const Tensor& x) { sigmoid(x); }},
       {"tanh", [](const Tensor& x) { tanh(x); }},         {"square", [](const Tensor& x) { square(x); }},
       {"pow", [](const Tensor& x) { pow(x, 2.0); }},      {"clamp", [](const Tensor& x) { clamp(x, 0, 1); }},

@@ -313,6 +313,64 @@ TEST_CASE("errors/clamp: NaN bounds are refused and infinite bounds stay valid")
   CHECK(clamp_max(x, 1.0).to_vector<double>() == std::vector<double>{-2, 0.5, 1});
 }
 
+// ---- floor -------------------------------------------------------------------------------------------------
+
+TEST_CASE("values/floor: rounds toward minus infinity and keeps integers, signed zeros, infinities and NaN") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> x = {-2.5, -2.0, -0.5, -0.0, 0.0, 0.5, 2.999, 3.0, 1e17 + 0.0, -inf, inf};
+  const std::vector<double> expected = {-3, -2, -1, -0.0, 0, 0, 2, 3, 1e17, -inf, inf};
+  CHECK(floor(from_vector<double>(x)).to_vector<double>() == expected);
+  CHECK(floor(from_vector<double>(x).to(kFloat32)).to_vector<float>() ==
+        from_vector<double>(expected).to(kFloat32).to_vector<float>());
+  CHECK(std::signbit(floor(from_vector<double>({-0.0})).item<double>()));
+  CHECK(std::isnan(floor(from_vector<double>({nan})).item<double>()));
+  CHECK(floor(empty({0, 3})).sizes() == Shape{0, 3});
+}
+
+TEST_CASE("gradcheck/floor: the gradient is zero away from the integers and is recorded") {
+  // Fractional parts in [0.1, 0.9): finite differences never step across an integer.
+  Generator g(21);
+  Tensor base = floor(randn({4, 3}, kFloat64, &g) * 3.0) + rand({4, 3}, kFloat64, &g) * 0.8 + 0.1;
+  Tensor x;
+  {
+    NoGradGuard raw;
+    x = base.t();  // non-contiguous, as gradcheck/unary does
+  }
+  x.requires_grad_();
+  const Tensor y = floor(x);
+  CHECK(y.requires_grad());  // in the graph, as torch.floor, so compositions stay differentiable
+  const autograd::GradcheckResult r =
+      autograd::gradcheck([](const TensorList& in) { return floor(in[0]); }, {x});
+  CHECK_MESSAGE(r.ok, r.report);
+  CHECK(r.max_abs_error == 0.0);
+  // The fractional part x - floor(x) has gradient exactly 1: floor contributes an exact 0.
+  (x - floor(x)).backward(ones({3, 4}, kFloat64));
+  CHECK(x.grad().to_vector<double>() == std::vector<double>(12, 1.0));
+  const autograd::GradcheckResult frac =
+      autograd::gradcheck([](const TensorList& in) { return in[0] - floor(in[0]); }, {x});
+  CHECK_MESSAGE(frac.ok, frac.report);
+}
+
+TEST_CASE("errors/floor: integer and undefined inputs") {
+  CHECK_THROWS_CONTAINING(floor(ones({2}, kInt64)), "floor: expected input to be float32 or float64");
+  CHECK_THROWS_CONTAINING(floor(Tensor()), "floor");
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/floor: forward and backward match the CPU") {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    CAPTURE(dtype);
+    Generator g(22);
+    const Tensor x_cpu = (randn({37, 29}, kFloat64, &g) * 10.0).to(dtype).requires_grad_();
+    const Tensor x_gpu = x_cpu.detach().cuda().requires_grad_();
+    const Tensor up = randn({37, 29}, dtype, &g);
+    const Tensor y_cpu = floor(x_cpu), y_gpu = floor(x_gpu);
+    CHECK(test::max_abs_diff(y_gpu, y_cpu) == 0.0);  // floor is exact on both
+    (x_cpu - floor(x_cpu)).backward(up);
+    (x_gpu - floor(x_gpu)).backward(up.cuda());
+    CHECK(test::max_abs_diff(x_gpu.grad(), x_cpu.grad()) == 0.0);
+  }
+}
+
 MINIDET_CUDA_TEST_CASE("cuda/elementwise: NaN in relu maximum and minimum and integer scalar compares match the CPU") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor a = from_vector<float>({nan, 1, 3, -2}), b = from_vector<float>({1, nan, 2, -5});

@@ -1,0 +1,119 @@
+// RotatedBoxCoder: encode / decode written with differentiable slicing and elementwise ops (math and the angle
+// convention in rotated_box_coder.h).
+#include "models/box_coder/rotated_box_coder.h"
+
+#include "ops/boxes/box_math.h"
+#include "ops/common/checks.h"
+#include "ops/elementwise/binary.h"
+#include "ops/elementwise/unary.h"
+#include "ops/shape/shape.h"
+
+namespace minidet::models {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// A rotated box's five columns, each (...) (one dim fewer than the boxes).
+struct RotatedColumns {
+  Tensor cx, cy, w, h, a;
+};
+
+RotatedColumns columns_of(const Tensor& boxes) {
+  return {select(boxes, -1, 0), select(boxes, -1, 1), select(boxes, -1, 2), select(boxes, -1, 3),
+          select(boxes, -1, 4)};
+}
+
+// Defined, (..., 5) with `shape` spelling out what the caller expects, float32 or float64.
+void check_rotated_boxes(const char* op, const Tensor& boxes, const char* arg, const char* shape) {
+  ops::check_defined(op, boxes, arg);
+  MINIDET_CHECK(boxes.dim() >= 1 && boxes.size(-1) == 5, op, ": expected ", arg, " of shape ", shape,
+                " with 5 values (cx, cy, w, h, angle) in the last dim, got shape ", boxes.sizes());
+  ops::check_floating(op, boxes, arg);
+}
+
+void check_encode_args(const char* op, const Tensor& target_boxes, const Tensor& reference_boxes) {
+  check_rotated_boxes(op, target_boxes, "target_boxes", "(..., 5)");
+  check_rotated_boxes(op, reference_boxes, "reference_boxes", "(..., 5)");
+  ops::check_same_dtype(op, target_boxes, "target_boxes", reference_boxes, "reference_boxes");
+  ops::check_same_device(op, target_boxes, "target_boxes", reference_boxes, "reference_boxes");
+  MINIDET_CHECK(target_boxes.sizes() == reference_boxes.sizes(), op,
+                ": expected target_boxes and reference_boxes of the same shape, got ", target_boxes.sizes(), " and ",
+                reference_boxes.sizes());
+}
+
+void check_decode_args(const char* op, const Tensor& deltas, const Tensor& reference_boxes) {
+  ops::check_defined(op, deltas, "deltas");
+  check_rotated_boxes(op, reference_boxes, "reference_boxes", "(N, 5)");
+  ops::check_dim(op, reference_boxes, "reference_boxes (N, 5)", 2);
+  ops::check_floating(op, deltas, "deltas");
+  MINIDET_CHECK(deltas.dim() == 2 && deltas.size(1) % 5 == 0 && deltas.size(1) > 0 &&
+                    deltas.size(0) == reference_boxes.size(0),
+                op, ": expected deltas of shape (N, 5K) with N = ", reference_boxes.size(0),
+                " reference boxes and K >= 1, got ", deltas.sizes());
+  ops::check_same_dtype(op, deltas, "deltas", reference_boxes, "reference_boxes");
+  ops::check_same_device(op, deltas, "deltas", reference_boxes, "reference_boxes");
+}
+
+}  // namespace
+
+Tensor normalize_angle(const Tensor& a) {
+  ops::check_defined("normalize_angle", a, "a");
+  ops::check_floating("normalize_angle", a, "a");
+  // The number of half turns to take off. floor is piecewise constant and records a zero gradient, so the
+  // result's gradient is a's own (1) everywhere except at the jumps, a = pi/2 + k pi.
+  const Tensor half_turns = floor(div(add(a, kPi / 2), kPi));
+  return sub(a, mul(half_turns, kPi));
+}
+
+double normalize_angle(double a) {
+  // The tensor form's operations in the same order, each rounded (mul_rn: the product is never fused into an
+  // FMA with the subtraction), so both give the same float64 bits on the CPU.
+  return a - box_math::mul_rn(std::floor((a + kPi / 2) / kPi), kPi);
+}
+
+RotatedBoxCoder::RotatedBoxCoder(std::array<double, 5> weights, double bbox_xform_clip)
+    : weights_(weights), bbox_xform_clip_(bbox_xform_clip) {
+  for (double w : weights_)
+    MINIDET_CHECK(std::isfinite(w) && w > 0, "RotatedBoxCoder: expected positive finite weights, got (",
+                  weights_[0], ", ", weights_[1], ", ", weights_[2], ", ", weights_[3], ", ", weights_[4], ")");
+  // Finite, unlike BoxCoder's (which only refuses NaN): an infinite clip would let exp overflow to inf sizes.
+  MINIDET_CHECK(std::isfinite(bbox_xform_clip_), "RotatedBoxCoder: expected a finite bbox_xform_clip, got ",
+                bbox_xform_clip_);
+}
+
+Tensor RotatedBoxCoder::encode(const Tensor& target_boxes, const Tensor& reference_boxes) const {
+  check_encode_args("RotatedBoxCoder::encode", target_boxes, reference_boxes);
+  const RotatedColumns g = columns_of(target_boxes), p = columns_of(reference_boxes);
+  // x, y, w, h in BoxCoder's order of operations (so angle-0 boxes give its bits); the centre offsets are in
+  // image axes, scaled by the reference's own width and height (RRPN; detectron2's Box2BoxTransformRotated).
+  const Tensor dx = div(mul(sub(g.cx, p.cx), weights_[0]), p.w);
+  const Tensor dy = div(mul(sub(g.cy, p.cy), weights_[1]), p.h);
+  const Tensor dw = mul(log(div(g.w, p.w)), weights_[2]);
+  const Tensor dh = mul(log(div(g.h, p.h)), weights_[3]);
+  // The shortest turn from P to G: a box repeats every pi, so any difference is one in [-pi/2, pi/2).
+  const Tensor da = mul(normalize_angle(sub(g.a, p.a)), weights_[4]);
+  return stack({dx, dy, dw, dh, da}, -1);
+}
+
+Tensor RotatedBoxCoder::decode(const Tensor& deltas, const Tensor& reference_boxes) const {
+  check_decode_args("RotatedBoxCoder::decode", deltas, reference_boxes);
+  const int64_t columns = deltas.size(1);
+  // Column k of each (N, K) tensor below belongs to the k-th box of every reference box; the reference's
+  // columns are (N, 1) and broadcast over k.
+  const RotatedColumns r = columns_of(reference_boxes);
+  const Tensor pcx = unsqueeze(r.cx, 1), pcy = unsqueeze(r.cy, 1), pw = unsqueeze(r.w, 1), ph = unsqueeze(r.h, 1),
+               pa = unsqueeze(r.a, 1);
+  const Tensor dx = div(slice(deltas, 1, 0, columns, 5), weights_[0]);
+  const Tensor dy = div(slice(deltas, 1, 1, columns, 5), weights_[1]);
+  const Tensor dw = clamp_max(div(slice(deltas, 1, 2, columns, 5), weights_[2]), bbox_xform_clip_);
+  const Tensor dh = clamp_max(div(slice(deltas, 1, 3, columns, 5), weights_[3]), bbox_xform_clip_);
+  const Tensor da = div(slice(deltas, 1, 4, columns, 5), weights_[4]);
+  const Tensor cx = add(mul(dx, pw), pcx), cy = add(mul(dy, ph), pcy);
+  const Tensor w = mul(exp(dw), pw), h = mul(exp(dh), ph);
+  // Back into the one range, whatever the prediction: a decoded box is described as every other box is.
+  const Tensor a = normalize_angle(add(pa, da));
+  // (N, K, 5) with the box last, then (N, 5K): box k sits at columns 5k .. 5k+4.
+  return reshape(stack({cx, cy, w, h, a}, -1), {deltas.size(0), columns});
+}
+
+}  // namespace minidet::models

@@ -1,0 +1,82 @@
+// RotatedBoxCoder: BoxCoder for rotated boxes, the parameterisation of RRPN (Ma et al. 2018, "Arbitrary-
+// Oriented Scene Text Detection via Rotation Proposals", arXiv:1703.01086) and of detectron2's
+// Box2BoxTransformRotated: R-CNN's four deltas plus one for the angle.
+//
+// The convention. A rotated box is a row (cx, cy, w, h, a): the centre, the width along the box's own x axis,
+// the height along its own y axis, and the angle a in radians, counter-clockwise on screen (image y points
+// down), as ops/roi_align_rotated/roi_align_rotated.h: the box's x axis points along (cos a, -sin a). A box is
+// the same box after a += k pi (w and h are never swapped), so one range holds every box once:
+//
+//   a in [-pi/2, pi/2),     normalize_angle(a) = a - pi floor((a + pi/2) / pi)
+//
+// normalize_angle below is THE normalisation for rotated boxes in minidet: every block that makes or compares
+// angles (anchors, matching, decoding, NMS) maps them with it, so two descriptions of one box agree.
+//
+// For a reference box P and a target box G, both (cx, cy, w, h, a), and weights (wx, wy, ww, wh, wa):
+//
+//   encode(G, P):  dx = wx (Gcx - Pcx) / Pw     dy = wy (Gcy - Pcy) / Ph
+//                  dw = ww log(Gw / Pw)         dh = wh log(Gh / Ph)
+//                  da = wa normalize_angle(Ga - Pa)
+//
+//   decode(d, P):  dw' = min(dw / ww, clip), dh' = min(dh / wh, clip),   clip = log(1000 / 16) by default
+//                  cx = dx / wx * Pw + Pcx      w = exp(dw') Pw       (the same along y with Ph)
+//                  a  = normalize_angle(Pa + da / wa)
+//
+// The centre offsets are in image axes, not in the reference box's rotated frame, as RRPN and detectron2
+// write them: the offset is scaled by the reference's size but not turned with it. Because the angle
+// difference is wrapped into [-pi/2, pi/2), a target never asks for more than a quarter turn either way:
+// Ga - Pa = 0.9 pi is the same as -0.1 pi and encodes as da = -0.1 pi wa. (RRPN keeps the difference in
+// one period of pi by adding k pi; detectron2 wraps it into [-180, 180) degrees. Here a += pi is the same
+// box, so the period is pi, and the range is the one normalize_angle uses.) decode(encode(G, P), P) gives G
+// back with its angle normalised (and up to rounding).
+//
+// Weights: (1, 1, 1, 1, 1) for an RPN; a box head uses larger ones, such as BoxCoder's (10, 10, 5, 5) with
+// wa = 1. The clip keeps exp from overflowing on a wild prediction, as in BoxCoder.
+//
+// Gradients. Both are composed from differentiable tensor ops (slicing, elementwise, stack), so they run on
+// CPU and CUDA and differentiate in every input that requires grad: decode in the deltas and the reference
+// boxes, as BoxCoder's composed form. For x, y, w, h the derivatives are BoxCoder's (0 where dw / ww or dh / wh
+// was clipped). The wrap subtracts pi floor(...), which is piecewise constant (ops/elementwise floor records a
+// zero gradient), so d a / d da = 1 / wa and d a / d Pa = 1 everywhere except exactly at a wrap point, where
+// a jumps by pi and has no derivative; likewise d da / d Ga = wa. There is no one-kernel twin (BoxCoder's
+// ops/box_coding): both always run the composed form.
+//
+// Shapes: encode takes (..., 5) and (..., 5) of the same shape and returns (..., 5). decode takes deltas
+// (N, 5K) and reference boxes (N, 5) and returns (N, 5K): K boxes per reference, the k-th from
+// deltas[:, 5k : 5k+5]. float32 or float64, any device, both arguments on the same device with the same dtype.
+// Widths and heights must be positive (log of a non-positive ratio is NaN or -inf); as in BoxCoder they are not
+// checked, because on CUDA that would cost a synchronisation per call.
+#pragma once
+
+#include <array>
+#include <cmath>
+
+#include "core/tensor.h"
+
+namespace minidet::models {
+
+// THE angle normalisation for rotated boxes: a - pi floor((a + pi/2) / pi), in [-pi/2, pi/2) up to rounding
+// at the two ends (an angle within an ulp or so of pi/2 + k pi may land on either side). The tensor form is
+// differentiable with d/da = 1 except exactly at a wrap point (a = pi/2 + k pi), float32 or float64, any
+// device; the scalar form is its twin (the same float64 bits as the tensor form on the CPU).
+Tensor normalize_angle(const Tensor& a);
+double normalize_angle(double a);
+
+class RotatedBoxCoder {
+ public:
+  // Weights (wx, wy, ww, wh, wa) must be positive and finite; the clip, applied to dw / ww and dh / wh, finite.
+  explicit RotatedBoxCoder(std::array<double, 5> weights = {1.0, 1.0, 1.0, 1.0, 1.0},
+                           double bbox_xform_clip = std::log(1000.0 / 16.0));
+
+  Tensor encode(const Tensor& target_boxes, const Tensor& reference_boxes) const;
+  Tensor decode(const Tensor& deltas, const Tensor& reference_boxes) const;
+
+  const std::array<double, 5>& weights() const { return weights_; }
+  double bbox_xform_clip() const { return bbox_xform_clip_; }
+
+ private:
+  std::array<double, 5> weights_;
+  double bbox_xform_clip_;
+};
+
+}  // namespace minidet::models
