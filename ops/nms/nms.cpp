@@ -5,12 +5,12 @@
 #include "ops/nms/nms.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "core/factories.h"
 #include "ops/common/checks.h"
 #include "ops/common/device_switch.h"
+#include "ops/nms/nms_checks.h"
 #include "ops/nms/nms_kernels.h"
 #include "ops/nms/nms_mask.h"
 #include "ops/sort/sort_kernels.h"
@@ -34,13 +34,7 @@ void check_nms_inputs(const char* op, const Tensor& boxes, const Tensor& scores,
   ops::check_floating(op, boxes, "boxes");
   MINIDET_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, op, ": expected boxes of shape (N, 4), got ",
                 boxes.sizes());
-  MINIDET_CHECK(scores.dim() == 1, op, ": expected scores of shape (N), got ", scores.sizes());
-  MINIDET_CHECK(scores.size(0) == boxes.size(0), op, ": expected one score per box, got ", boxes.size(0),
-                " boxes and ", scores.size(0), " scores");
-  ops::check_same_device(op, boxes, "boxes", scores, "scores");
-  ops::check_same_dtype(op, boxes, "boxes", scores, "scores");
-  MINIDET_CHECK(std::isfinite(iou_threshold) && iou_threshold >= 0, op,
-                ": expected a finite iou_threshold >= 0, got ", iou_threshold);
+  ops::detail::check_nms_scores(op, boxes, scores, iou_threshold);
   MINIDET_CHECK(offset == 0 || offset == 1, op, ": expected offset 0 or 1 (1: legacy +1 widths), got ", offset);
 }
 
@@ -69,15 +63,6 @@ Tensor run_nms(const char* op, const Tensor& boxes, const Tensor& scores, const 
   NoGradGuard raw;  // indices only: nothing to record, and the inputs may require grad
   if (boxes.size(0) == 0) return empty({0}, TensorOptions(kInt64, boxes.device()));
   return ops::detail::nms_kernel(op, sorted_args(boxes, scores, class_ids, iou_threshold, offset));
-}
-
-void check_class_ids(const char* op, const Tensor& boxes, const Tensor& class_ids) {
-  ops::check_defined(op, class_ids, "class_ids");
-  MINIDET_CHECK(class_ids.dtype() == kInt64, op, ": expected class_ids of dtype int64, got ", class_ids.dtype(),
-                " (floating class ids are refused rather than rounded; convert with .to(kInt64))");
-  MINIDET_CHECK(class_ids.dim() == 1 && class_ids.size(0) == boxes.size(0), op,
-                ": expected class_ids of shape (N) with N = ", boxes.size(0), " boxes, got ", class_ids.sizes());
-  ops::check_same_device(op, boxes, "boxes", class_ids, "class_ids");
 }
 
 // Nothing kept yet: an all-false mask for n boxes and status (0, no flags).
@@ -117,14 +102,14 @@ Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold, int 
 Tensor batched_nms(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids, double iou_threshold,
                    int offset) {
   check_nms_inputs("batched_nms", boxes, scores, iou_threshold, offset);
-  check_class_ids("batched_nms", boxes, class_ids);
+  ops::detail::check_nms_class_ids("batched_nms", boxes, class_ids);
   return run_nms("batched_nms", boxes, scores, class_ids, iou_threshold, offset);
 }
 
 NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids, double iou_threshold) {
   const char* op = "batched_nms_mask";
   check_nms_inputs(op, boxes, scores, iou_threshold, 0);
-  check_class_ids(op, boxes, class_ids);
+  ops::detail::check_nms_class_ids(op, boxes, class_ids);
   NoGradGuard raw;
   if (boxes.size(0) == 0) return nothing_kept(0, boxes.device());
   const ops::detail::NmsArgs args = sorted_args(boxes, scores, class_ids, iou_threshold, 0);

@@ -11,6 +11,8 @@
 //   2. nms_mask_kernel     one 64-thread block per tile on or above the diagonal: thread t tests row box
 //                          64r + t against the tile's 64 column boxes (staged in shared memory) and writes
 //                          one word. An all-zero tile off the diagonal is not written, only flagged empty.
+//                          It lives in nms_bitmask.cuh as a template on the pair test (here AxisAlignedRule),
+//                          so that nms_rotated runs the same mask pass and this file's walk on its own boxes.
 //   3. nms_reduce_kernel   one 512-thread block runs the greedy pass over the tiles (see below) and writes
 //                          the kept indices and their count.
 //   4. one copy of (count, flags) to the host: the only synchronisation, because the result's size depends
@@ -43,13 +45,15 @@
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
+#include "ops/nms/nms_bitmask.cuh"
 #include "ops/nms/nms_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
 
-using Word = unsigned long long;
-constexpr int kBoxesPerBlock = 64;  // = bits per Word
+using nms_bitmask::kBoxesPerBlock;
+using nms_bitmask::tile_index;
+using nms_bitmask::Word;
 constexpr int kReduceWarps = 16;
 constexpr int kColumnsPerWarp = 32;  // warp w watches the 32 column blocks b + 1 + 32 w + lane
 constexpr int kPrefetchTiles = 16;   // non-empty tiles per warp whose loads are issued before step a
@@ -57,10 +61,6 @@ constexpr int kGatherThreads = 256;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
 enum BadInput : unsigned char { kBadBox = kNmsBadBoxFlag, kBadScore = kNmsBadScoreFlag };
-
-__host__ __device__ inline int64_t tile_index(int64_t row_block, int64_t col_block) {
-  return col_block * (col_block + 1) / 2 + row_block;
-}
 
 // Step 1. Also ORs, per thread block, whether any coordinate or score is NaN or Inf into bad_flags[block]
 // (every block writes its entry, so the buffer needs no clearing).
@@ -86,55 +86,26 @@ __global__ void nms_gather_kernel(int64_t n, const T* boxes, const T* scores, co
   if (threadIdx.x == 0) bad_flags[blockIdx.x] = (bad_box ? kBadBox : 0) | (bad_score ? kBadScore : 0);
 }
 
-// Step 2: one block of 64 threads per tile (r, c) with c >= r, numbered by tile_index; blockIdx.y is the
-// segment (0 when not segmented), whose n rows, tiles and flags start at its own offsets.
+// Step 2's pair test for nms_bitmask.cuh's mask kernel: a box is its 4 coordinates and its area.
 template <typename T>
-__global__ void __launch_bounds__(kBoxesPerBlock)
-    nms_mask_kernel(int64_t n, const T* sorted_boxes, const T* areas, const int64_t* sorted_classes, T threshold,
-                    T offset, Word* mask, unsigned char* tile_nonzero, int64_t blocks) {
-  const int64_t segment = blockIdx.y;
-  sorted_boxes += segment * n * 4;
-  areas += segment * n;
-  mask += segment * (blocks * (blocks + 1) / 2) * kBoxesPerBlock;
-  tile_nonzero += segment * blocks * blocks;
-  // Invert tile_index: the column c is the largest with c (c + 1) / 2 <= t (the float estimate is fixed up).
-  const int64_t t = blockIdx.x;
-  int64_t col = static_cast<int64_t>((sqrt(8.0 * static_cast<double>(t) + 1.0) - 1.0) / 2.0);
-  while (col * (col + 1) / 2 > t) --col;
-  while ((col + 1) * (col + 2) / 2 <= t) ++col;
-  const int64_t row = t - col * (col + 1) / 2;
-
-  __shared__ T col_boxes[kBoxesPerBlock][4];
-  __shared__ T col_areas[kBoxesPerBlock];
-  __shared__ int64_t col_classes[kBoxesPerBlock];
-  const int k = threadIdx.x;
-  const int64_t col_start = col * kBoxesPerBlock;
-  const int col_count = n - col_start < kBoxesPerBlock ? static_cast<int>(n - col_start) : kBoxesPerBlock;
-  if (k < col_count) {
-    for (int c = 0; c < 4; ++c) col_boxes[k][c] = sorted_boxes[4 * (col_start + k) + c];
-    col_areas[k] = areas[col_start + k];
-    if (sorted_classes) col_classes[k] = sorted_classes[col_start + k];
+struct AxisAlignedRule {
+  struct Box {
+    T coords[4];
+    T area;
+  };
+  const T* sorted_boxes;  // (N, 4) in score order
+  const T* areas;
+  T threshold, offset;
+  __device__ Box load(int64_t p) const {
+    Box box;
+    for (int c = 0; c < 4; ++c) box.coords[c] = sorted_boxes[4 * p + c];
+    box.area = areas[p];
+    return box;
   }
-  __syncthreads();
-
-  Word bits = 0;
-  const int64_t i = row * kBoxesPerBlock + k;  // this thread's row box
-  if (i < n) {
-    T box[4];
-    for (int c = 0; c < 4; ++c) box[c] = sorted_boxes[4 * i + c];
-    const T area = areas[i];
-    const int64_t cls = sorted_classes ? sorted_classes[i] : 0;
-    // On the diagonal only the boxes after this one: a box is suppressed by better boxes only.
-    for (int j = row == col ? k + 1 : 0; j < col_count; ++j) {
-      const bool same_class = !sorted_classes || col_classes[j] == cls;
-      if (same_class && suppresses(box, area, col_boxes[j], col_areas[j], threshold, offset)) bits |= Word(1) << j;
-    }
+  __device__ bool suppresses(const Box& a, const Box& b) const {
+    return detail::suppresses(a.coords, a.area, b.coords, b.area, threshold, offset);
   }
-  const int nonzero = __syncthreads_or(bits != 0);
-  // Diagonal tiles are always written: the greedy pass loads them before it could look at their flag.
-  if (nonzero || row == col) mask[t * kBoxesPerBlock + k] = bits;
-  if (k == 0) tile_nonzero[row * blocks + col] = static_cast<unsigned char>(nonzero);
-}
+};
 
 __device__ inline Word warp_or(Word v) {
 #if __CUDA_ARCH__ >= 800
@@ -339,13 +310,7 @@ template <typename T>
 void launch_nms(const char* op, const NmsArgs& args, const Tensor& keep, const Tensor& keep_mask,
                 const Tensor& status) {
   const int64_t n = args.boxes.size(0), segments = args.segments, length = n / segments;
-  const int64_t blocks = (length + kBoxesPerBlock - 1) / kBoxesPerBlock;  // per segment
-  const int64_t tiles = blocks * (blocks + 1) / 2;
-  // The reduce kernel indexes column blocks in int (blocks * blocks flags); the mask itself (32 bytes per
-  // pair of boxes) outgrows any GPU long before this bound.
-  MINIDET_CHECK(blocks <= 46340, op, ": at most ", 46340 * kBoxesPerBlock, " boxes on CUDA, got ", n);
   const Device device = args.boxes.device();
-  cudaStream_t stream = cuda::current_stream();
   const bool batched = args.class_ids.defined();
 
   // Scratch from the caching allocator (no cudaMalloc once warm), returned when these tensors die.
@@ -354,35 +319,27 @@ void launch_nms(const char* op, const NmsArgs& args, const Tensor& keep, const T
   const Tensor sorted_classes = batched ? empty({n}, TensorOptions(kInt64, device)) : Tensor();
   const int gather_blocks = static_cast<int>(std::min<int64_t>((n + kGatherThreads - 1) / kGatherThreads, 1024));
   const Tensor bad_flags = empty({gather_blocks}, TensorOptions(kUInt8, device));
-  // Words of empty off-diagonal tiles are never written nor read, so the mask needs no clearing either.
-  const Tensor mask = empty({segments * tiles * kBoxesPerBlock}, TensorOptions(kInt64, device));
-  // One flag per tile, row-major (blocks x blocks, upper triangle used) so that a warp reads its row's flags
-  // with one coalesced load; the mask kernel writes every flag the reduce kernel reads.
-  const Tensor tile_nonzero = empty({segments * blocks * blocks}, TensorOptions(kUInt8, device));
   const int64_t* classes = batched ? args.class_ids.data<int64_t>() : nullptr;
   int64_t* sorted_class_data = batched ? sorted_classes.data<int64_t>() : nullptr;
-  Word* mask_words = static_cast<Word*>(mask.raw_data());
-  unsigned char* nonzero = tile_nonzero.data<uint8_t>();
 
-  nms_gather_kernel<T><<<gather_blocks, kGatherThreads, 0, stream>>>(
+  nms_gather_kernel<T><<<gather_blocks, kGatherThreads, 0, cuda::current_stream()>>>(
       n, args.boxes.data<T>(), args.scores.data<T>(), classes, args.order.data<int64_t>(),
       segments > 1 ? length : n, T(args.offset), sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data,
       bad_flags.data<uint8_t>());
   MINIDET_CUDA_LAUNCH_CHECK("nms_gather_kernel");
-  nms_mask_kernel<T><<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(segments)), kBoxesPerBlock, 0,
-                       stream>>>(
-      length, sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data, static_cast<T>(args.iou_threshold),
-      T(args.offset), mask_words, nonzero, blocks);
-  MINIDET_CUDA_LAUNCH_CHECK("nms_mask_kernel");
-  const size_t removed_bytes = static_cast<size_t>(blocks) * sizeof(Word);
-  if (removed_bytes > 48 * 1024)  // past the default dynamic shared memory: opt in (up to 227 KB on Hopper)
-    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(nms_reduce_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(removed_bytes)));
-  nms_reduce_kernel<<<static_cast<unsigned>(segments), kReduceWarps * 32, removed_bytes, stream>>>(
-      length, static_cast<int>(blocks), mask_words, nonzero, args.order.data<int64_t>(), bad_flags.data<uint8_t>(),
-      gather_blocks, keep.defined() ? keep.data<int64_t>() : nullptr,
-      keep_mask.defined() ? keep_mask.data<bool>() : nullptr, status.data<int64_t>());
-  MINIDET_CUDA_LAUNCH_CHECK("nms_reduce_kernel");
+  nms_bitmask::Pass pass;
+  pass.length = length;
+  pass.segments = segments;
+  pass.sorted_classes = sorted_class_data;
+  pass.order = args.order.data<int64_t>();
+  pass.bad_flags = bad_flags.data<uint8_t>();
+  pass.bad_flag_count = gather_blocks;
+  pass.keep = keep.defined() ? keep.data<int64_t>() : nullptr;
+  pass.keep_mask = keep_mask.defined() ? keep_mask.data<bool>() : nullptr;
+  pass.status = status.data<int64_t>();
+  const AxisAlignedRule<T> rule{sorted_boxes.data<T>(), areas.data<T>(), static_cast<T>(args.iou_threshold),
+                                T(args.offset)};
+  nms_bitmask::launch_nms_bitmask(op, rule, pass, device);  // steps 2 and 3
 }
 
 template <typename T>
@@ -397,6 +354,20 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
 }
 
 }  // namespace
+
+// Step 3's launch, for every rule's mask (nms_bitmask.cuh).
+void nms_bitmask::launch_nms_reduce(const Pass& pass, int64_t blocks, const Word* mask,
+                                    const unsigned char* tile_nonzero) {
+  const size_t removed_bytes = static_cast<size_t>(blocks) * sizeof(Word);
+  if (removed_bytes > 48 * 1024)  // past the default dynamic shared memory: opt in (up to 227 KB on Hopper)
+    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(nms_reduce_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(removed_bytes)));
+  nms_reduce_kernel<<<static_cast<unsigned>(pass.segments), kReduceWarps * 32, removed_bytes,
+                      cuda::current_stream()>>>(pass.length, static_cast<int>(blocks), mask, tile_nonzero, pass.order,
+                                                pass.bad_flags, pass.bad_flag_count, pass.keep, pass.keep_mask,
+                                                pass.status);
+  MINIDET_CUDA_LAUNCH_CHECK("nms_reduce_kernel");
+}
 
 Tensor nms_cuda(const char* op, const NmsArgs& args) {
   cuda::DeviceGuard guard(args.boxes.device());
