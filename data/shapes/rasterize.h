@@ -47,4 +47,19 @@ Mask rasterize_shape(const ShapeGeometry& shape, int64_t image_width, int64_t im
 // [min_x, min_y, max_x + 1, max_y + 1] over the mask's pixels; an all-zero box for an empty mask.
 Box tight_box(const Mask& mask);
 
+// Filled rotated shapes, for the rotated shapes dataset (data/shapes/rotated_shapes_dataset.h). The shape is
+// given by a rotated box (cx, cy, w, h, a) in the convention of ops/box_iou_rotated/box_iou_rotated.h: a in
+// radians, counter-clockwise on screen, the box's x axis along (cos a, -sin a) and its y axis along
+// (sin a, cos a). A pixel belongs when its centre p = (x + 0.5, y + 0.5) does; in the box's own coordinates
+//   u = (p - c) . (cos a, -sin a),   v = (p - c) . (sin a, cos a)
+//   rectangle  |u| <= w/2 and |v| <= h/2           (the box itself)
+//   ellipse    (2u / w)^2 + (2v / h)^2 <= 1        (the ellipse inscribed in the box, axes w and h)
+// Unlike rasterize_shape these need cos a and sin a, computed once per shape with std::cos and std::sin: a
+// pixel depends on their last bit only when its centre lies within about 1e-13 pixel of the outline, so
+// the masks agree across machines in practice, not by construction. Pixels outside the image are left out.
+Mask rasterize_rotated_rectangle(double center_x, double center_y, double width, double height, double angle,
+                                 int64_t image_width, int64_t image_height);
+Mask rasterize_rotated_ellipse(double center_x, double center_y, double width, double height, double angle,
+                               int64_t image_width, int64_t image_height);
+
 }  // namespace minidet::data

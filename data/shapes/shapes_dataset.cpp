@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/generator.h"
+#include "data/shapes/paint.h"
 
 namespace minidet::data {
 
@@ -125,26 +126,11 @@ Sample ShapesDataset::get(int64_t index) const {
   sample.image_id = index + 1;  // COCO ids start at 1
   sample.image = Image(options_.image_width, options_.image_height, shapes.background);
   for (const ShapeObject& object : shapes.objects) {
-    for (int64_t y = object.mask.y0; y < object.mask.y0 + object.mask.height; ++y)
-      for (int64_t x = object.mask.x0; x < object.mask.x0 + object.mask.width; ++x)
-        if (object.mask.contains(x, y)) sample.image.set(x, y, object.color);
+    paint_mask(sample.image, object.mask, object.color);
     sample.boxes.push_back(object.box);
     sample.labels.push_back(object.label);
   }
-  if (options_.noise_amplitude > 0) {
-    // A separate stream for the noise, so the noise never shifts the layout draws (and target() can skip it).
-    Generator noise(mix_seed(image_seed(index) ^ 0x6e6f697365ull /* "noise" */));
-    const uint64_t levels = 2 * static_cast<uint64_t>(options_.noise_amplitude) + 1;
-    for (int64_t pixel = 0; pixel < sample.image.width * sample.image.height; ++pixel) {
-      const uint64_t bits = noise.next_u64();  // 16 bits per channel
-      for (int channel = 0; channel < 3; ++channel) {
-        const uint64_t chunk = (bits >> (16 * channel)) & 0xffff;
-        const int offset = static_cast<int>((chunk * levels) >> 16) - options_.noise_amplitude;
-        uint8_t& value = sample.image.pixels[pixel * 3 + channel];
-        value = static_cast<uint8_t>(std::clamp(static_cast<int>(value) + offset, 0, 255));
-      }
-    }
-  }
+  add_uniform_noise(sample.image, options_.noise_amplitude, image_seed(index));
   return sample;
 }
 

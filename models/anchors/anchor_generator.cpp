@@ -60,54 +60,22 @@ Tensor AnchorGenerator::cell_anchors(int64_t level, const TensorOptions& options
 
 Tensor AnchorGenerator::grid_anchors(int64_t level, int64_t feature_h, int64_t feature_w, int64_t stride_h,
                                      int64_t stride_w, const TensorOptions& options) {
-  MINIDET_CHECK(feature_h > 0 && feature_w > 0, "AnchorGenerator: expected a non-empty feature map, got ",
-                feature_h, " x ", feature_w, " at level ", level);
-  MINIDET_CHECK(stride_h > 0 && stride_w > 0, "AnchorGenerator: expected positive strides, got (", stride_h, ", ",
-                stride_w, ") at level ", level);
-  const CacheKey key{level, feature_h, feature_w, stride_h, stride_w, static_cast<int>(options.dtype),
-                     static_cast<int>(options.device.type), options.device.index};
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto cached = cache_.find(key);
-  if (cached != cache_.end()) return cached->second;
-
-  NoGradGuard constants;
-  const Tensor cell = cell_anchors(level, options);  // (A, 4)
-  // Offsets of each cell's top-left corner, (h, w) grids of x and y, stacked as (x, y, x, y) per cell.
-  const Tensor shift_x = mul(arange(0, feature_w, 1, options), static_cast<double>(stride_w)).view({1, feature_w});
-  const Tensor shift_y = mul(arange(0, feature_h, 1, options), static_cast<double>(stride_h)).view({feature_h, 1});
-  const Tensor grid_x = shift_x.expand({feature_h, feature_w}), grid_y = shift_y.expand({feature_h, feature_w});
-  const Tensor shifts = stack({grid_x, grid_y, grid_x, grid_y}, -1).view({feature_h * feature_w, 1, 4});
-  // (h*w, 1, 4) + (1, A, 4): every anchor at every position, position-major.
-  const Tensor anchors = add(shifts, cell.unsqueeze(0)).view({-1, 4});
-  anchors.make_read_only("the AnchorGenerator's cached grid anchors, returned to every caller at this size "
-                         "(models/anchors/anchor_generator.h)");
-  cache_.emplace(key, anchors);
-  return anchors;
+  return cache_.get(level, feature_h, feature_w, stride_h, stride_w, options, [&] {
+    const Tensor cell = cell_anchors(level, options);  // (A, 4)
+    // Offsets of each cell's top-left corner, (h, w) grids of x and y, stacked as (x, y, x, y) per cell.
+    const auto [grid_x, grid_y] = detail::cell_offsets(feature_h, feature_w, stride_h, stride_w, options);
+    const Tensor shifts = stack({grid_x, grid_y, grid_x, grid_y}, -1).view({feature_h * feature_w, 1, 4});
+    // (h*w, 1, 4) + (1, A, 4): every anchor at every position, position-major.
+    return add(shifts, cell.unsqueeze(0)).view({-1, 4});
+  });
 }
 
 Tensor AnchorGenerator::anchors(int64_t image_h, int64_t image_w,
                                 const std::vector<std::pair<int64_t, int64_t>>& feature_sizes,
                                 const TensorOptions& options) {
-  MINIDET_CHECK(static_cast<int64_t>(feature_sizes.size()) == num_levels(), "AnchorGenerator: expected ",
-                num_levels(), " feature map sizes (one per level), got ", feature_sizes.size());
-  MINIDET_CHECK(image_h > 0 && image_w > 0, "AnchorGenerator: expected a non-empty image, got ", image_h, " x ",
-                image_w);
-  std::vector<Tensor> levels;
-  for (int64_t level = 0; level < num_levels(); ++level) {
-    const auto [feature_h, feature_w] = feature_sizes[level];
-    MINIDET_CHECK(feature_h > 0 && feature_w > 0 && feature_h <= image_h && feature_w <= image_w,
-                  "AnchorGenerator: expected a feature map between 1 x 1 and the image size ", image_h, " x ",
-                  image_w, ", got ", feature_h, " x ", feature_w, " at level ", level);
-    levels.push_back(grid_anchors(level, feature_h, feature_w, image_h / feature_h, image_w / feature_w, options));
-  }
-  if (levels.size() == 1) return levels[0];
-  NoGradGuard constants;
-  return cat(levels, 0);
+  return detail::anchors_over_levels("AnchorGenerator", *this, image_h, image_w, feature_sizes, options);
 }
 
-size_t AnchorGenerator::cache_size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return cache_.size();
-}
+size_t AnchorGenerator::cache_size() const { return cache_.size(); }
 
 }  // namespace minidet::models

@@ -25,13 +25,11 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "core/tensor.h"
+#include "models/anchors/anchor_levels.h"
 
 namespace minidet::models {
 
@@ -59,10 +57,10 @@ class AnchorGenerator {
   size_t cache_size() const;
 
  private:
-  using CacheKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int>;
   std::vector<std::vector<double>> sizes_, aspect_ratios_;
-  std::map<CacheKey, Tensor> cache_;
-  mutable std::mutex mutex_;
+  detail::GridAnchorCache cache_{"AnchorGenerator",
+                                 "the AnchorGenerator's cached grid anchors, returned to every caller at this size "
+                                 "(models/anchors/anchor_generator.h)"};
 };
 
 }  // namespace minidet::models
