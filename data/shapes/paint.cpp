@@ -1,10 +1,32 @@
 #include "data/shapes/paint.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/generator.h"
 
 namespace minidet::data {
+
+namespace {
+
+int color_distance(Color a, Color b) { return std::abs(a.r - b.r) + std::abs(a.g - b.g) + std::abs(a.b - b.b); }
+
+constexpr int kMinContrast = 160;
+constexpr int kColorAttempts = 20;
+
+}  // namespace
+
+Color random_color(Generator& generator) {
+  return {static_cast<uint8_t>(generator.next_int(0, 256)), static_cast<uint8_t>(generator.next_int(0, 256)),
+          static_cast<uint8_t>(generator.next_int(0, 256))};
+}
+
+Color contrasting_color(Generator& generator, Color background) {
+  Color color = random_color(generator);
+  for (int tries = 1; tries < kColorAttempts && color_distance(color, background) < kMinContrast; ++tries)
+    color = random_color(generator);
+  return color;
+}
 
 void paint_mask(Image& image, const Mask& mask, Color color) {
   for (int64_t y = mask.y0; y < mask.y0 + mask.height; ++y)

@@ -4,10 +4,19 @@
 
 #include <cstdint>
 
+#include "core/generator.h"
 #include "data/image/image.h"
 #include "data/shapes/rasterize.h"
 
 namespace minidet::data {
+
+// A colour with each channel uniform in 0..255 (three draws from `generator`, red first).
+Color random_color(Generator& generator);
+
+// An object's colour: random colours drawn until one differs from the background by at least 160 of the 765
+// levels summed over the channels (so the object stands out of the noisy background), giving up after 20
+// draws. The draws are the layout's, so they are part of what a seed fixes.
+Color contrasting_color(Generator& generator, Color background);
 
 // Sets every pixel of the mask to `color` (a later object covers an earlier one where they overlap).
 void paint_mask(Image& image, const Mask& mask, Color color);

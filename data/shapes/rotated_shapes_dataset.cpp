@@ -43,19 +43,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// The colour rules of ShapesDataset (data/shapes/shapes_dataset.cpp), so both datasets look alike.
-Color random_color(Generator& generator) {
-  return {static_cast<uint8_t>(generator.next_int(0, 256)), static_cast<uint8_t>(generator.next_int(0, 256)),
-          static_cast<uint8_t>(generator.next_int(0, 256))};
-}
-
-int color_distance(Color a, Color b) {
-  return std::abs(a.r - b.r) + std::abs(a.g - b.g) + std::abs(a.b - b.b);
-}
-
-constexpr int kMinContrast = 160;  // summed over the three channels, out of 765
-constexpr int kColorAttempts = 20;
-
 // Uniform in [low, high).
 double uniform(Generator& generator, double low, double high) { return low + (high - low) * generator.next_uniform(); }
 
@@ -188,10 +175,7 @@ RotatedShapesLayout RotatedShapesDataset::layout(int64_t index) const {
                                                          o.image_height);
       if (candidate.mask.count() == 0) continue;
       candidate.label = static_cast<int64_t>(candidate.kind);
-      candidate.color = random_color(generator);
-      for (int tries = 1; tries < kColorAttempts && color_distance(candidate.color, layout.background) < kMinContrast;
-           ++tries)
-        candidate.color = random_color(generator);
+      candidate.color = contrasting_color(generator, layout.background);
       placed.push_back(box);
       layout.objects.push_back(std::move(candidate));
       break;

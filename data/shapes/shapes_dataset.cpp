@@ -11,23 +11,6 @@ namespace minidet::data {
 
 const char* split_name(Split split) { return split == Split::kTrain ? "train" : "test"; }
 
-namespace {
-
-Color random_color(Generator& generator) {
-  return {static_cast<uint8_t>(generator.next_int(0, 256)), static_cast<uint8_t>(generator.next_int(0, 256)),
-          static_cast<uint8_t>(generator.next_int(0, 256))};
-}
-
-int color_distance(Color a, Color b) {
-  return std::abs(a.r - b.r) + std::abs(a.g - b.g) + std::abs(a.b - b.b);
-}
-
-// Summed over the three channels, out of 765: enough that an object stands out from the noisy background.
-constexpr int kMinContrast = 160;
-constexpr int kColorAttempts = 20;
-
-}  // namespace
-
 ShapesDataset::ShapesDataset(Split split, ShapesOptions options) : split_(split), options_(options) {
   const ShapesOptions& o = options_;
   MINIDET_CHECK(o.image_width >= 16 && o.image_height >= 16, "ShapesDataset: images must be at least 16x16, got ",
@@ -96,10 +79,7 @@ ShapesLayout ShapesDataset::layout(int64_t index) const {
       });
       if (overlaps) continue;
       candidate.label = static_cast<int64_t>(shape.kind);
-      candidate.color = random_color(generator);
-      for (int tries = 1; tries < kColorAttempts && color_distance(candidate.color, layout.background) < kMinContrast;
-           ++tries)
-        candidate.color = random_color(generator);
+      candidate.color = contrasting_color(generator, layout.background);
       layout.objects.push_back(std::move(candidate));
       break;
     }
