@@ -2,7 +2,7 @@
 // convention in rotated_box_coder.h).
 #include "models/box_coder/rotated_box_coder.h"
 
-#include "ops/boxes/box_math.h"
+#include "ops/box_iou_rotated/rotated_box_math.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/unary.h"
@@ -68,11 +68,11 @@ Tensor normalize_angle(const Tensor& a) {
 double normalize_angle(double a) {
   // The tensor form's operations in the same order, each rounded (mul_rn: the product is never fused into an
   // FMA with the subtraction), so both give the same float64 bits on the CPU.
-  return a - box_math::mul_rn(std::floor((a + kPi / 2) / kPi), kPi);
+  return rotated_box_math::normalize_angle(a);
 }
 
-RotatedBoxCoder::RotatedBoxCoder(std::array<double, 5> weights, double bbox_xform_clip)
-    : weights_(weights), bbox_xform_clip_(bbox_xform_clip) {
+RotatedBoxCoder::RotatedBoxCoder(std::array<double, 5> weights, double bbox_xform_clip, OffsetFrame frame)
+    : weights_(weights), bbox_xform_clip_(bbox_xform_clip), frame_(frame) {
   for (double w : weights_)
     MINIDET_CHECK(std::isfinite(w) && w > 0, "RotatedBoxCoder: expected positive finite weights, got (",
                   weights_[0], ", ", weights_[1], ", ", weights_[2], ", ", weights_[3], ", ", weights_[4], ")");
@@ -84,10 +84,18 @@ RotatedBoxCoder::RotatedBoxCoder(std::array<double, 5> weights, double bbox_xfor
 Tensor RotatedBoxCoder::encode(const Tensor& target_boxes, const Tensor& reference_boxes) const {
   check_encode_args("RotatedBoxCoder::encode", target_boxes, reference_boxes);
   const RotatedColumns g = columns_of(target_boxes), p = columns_of(reference_boxes);
-  // x, y, w, h in BoxCoder's order of operations (so angle-0 boxes give its bits); the centre offsets are in
-  // image axes, scaled by the reference's own width and height (RRPN; detectron2's Box2BoxTransformRotated).
-  const Tensor dx = div(mul(sub(g.cx, p.cx), weights_[0]), p.w);
-  const Tensor dy = div(mul(sub(g.cy, p.cy), weights_[1]), p.h);
+  // x, y, w, h in BoxCoder's order of operations (so angle-0 boxes give its bits in the image frame); the
+  // centre offset scaled by the reference's own width and height, in image axes (RRPN; detectron2's
+  // Box2BoxTransformRotated) or along the reference's own axes u = (cos a, -sin a), v = (sin a, cos a).
+  Tensor ox = sub(g.cx, p.cx), oy = sub(g.cy, p.cy);
+  if (frame_ == OffsetFrame::kBox) {
+    const Tensor c = cos(p.a), s = sin(p.a);
+    const Tensor along_u = sub(mul(ox, c), mul(oy, s)), along_v = add(mul(ox, s), mul(oy, c));
+    ox = along_u;
+    oy = along_v;
+  }
+  const Tensor dx = div(mul(ox, weights_[0]), p.w);
+  const Tensor dy = div(mul(oy, weights_[1]), p.h);
   const Tensor dw = mul(log(div(g.w, p.w)), weights_[2]);
   const Tensor dh = mul(log(div(g.h, p.h)), weights_[3]);
   // The shortest turn from P to G: a box repeats every pi, so any difference is one in [-pi/2, pi/2).
@@ -108,7 +116,14 @@ Tensor RotatedBoxCoder::decode(const Tensor& deltas, const Tensor& reference_box
   const Tensor dw = clamp_max(div(slice(deltas, 1, 2, columns, 5), weights_[2]), bbox_xform_clip_);
   const Tensor dh = clamp_max(div(slice(deltas, 1, 3, columns, 5), weights_[3]), bbox_xform_clip_);
   const Tensor da = div(slice(deltas, 1, 4, columns, 5), weights_[4]);
-  const Tensor cx = add(mul(dx, pw), pcx), cy = add(mul(dy, ph), pcy);
+  Tensor ox = mul(dx, pw), oy = mul(dy, ph);
+  if (frame_ == OffsetFrame::kBox) {  // back from the reference's axes: o = ox u + oy v
+    const Tensor c = cos(pa), s = sin(pa);
+    const Tensor image_x = add(mul(ox, c), mul(oy, s)), image_y = sub(mul(oy, c), mul(ox, s));
+    ox = image_x;
+    oy = image_y;
+  }
+  const Tensor cx = add(ox, pcx), cy = add(oy, pcy);
   const Tensor w = mul(exp(dw), pw), h = mul(exp(dh), ph);
   // Back into the one range, whatever the prediction: a decoded box is described as every other box is.
   const Tensor a = normalize_angle(add(pa, da));

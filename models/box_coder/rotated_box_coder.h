@@ -22,8 +22,20 @@
 //                  cx = dx / wx * Pw + Pcx      w = exp(dw') Pw       (the same along y with Ph)
 //                  a  = normalize_angle(Pa + da / wa)
 //
-// The centre offsets are in image axes, not in the reference box's rotated frame, as RRPN and detectron2
-// write them: the offset is scaled by the reference's size but not turned with it. Because the angle
+// The centre offsets are in image axes by default, as RRPN and detectron2 write them: the offset is scaled by
+// the reference's size but not turned with it. OffsetFrame::kBox measures it along the reference's own axes
+// u = (cos Pa, -sin Pa) and v = (sin Pa, cos Pa) instead, as RoI Transformer (Ding et al. 2019) and Oriented
+// R-CNN (Xie et al. 2021) do (mmrotate's DeltaXYWHAOBBoxCoder with proj_xy):
+//
+//   encode:  dx = wx ((Gcx - Pcx) cos Pa - (Gcy - Pcy) sin Pa) / Pw
+//            dy = wy ((Gcx - Pcx) sin Pa + (Gcy - Pcy) cos Pa) / Ph
+//   decode:  (cx, cy) = (Pcx, Pcy) + (dx / wx) Pw u + (dy / wy) Ph v
+// (in the box frame the centre also depends on Pa, through cos and sin: differentiable like the rest)
+//
+// Why it matters: in image axes a bar turned by 90 degrees has its thin side along x, but its x offset is
+// divided by its long side Pw, so a pixel of error across the bar (which decides its IoU) costs a tenth of a
+// pixel along it. Along the box's axes, each offset is scaled by the side it moves across. At angle 0 the two
+// frames agree. Because the angle
 // difference is wrapped into [-pi/2, pi/2), a target never asks for more than a quarter turn either way:
 // Ga - Pa = 0.9 pi is the same as -0.1 pi and encodes as da = -0.1 pi wa. (RRPN keeps the difference in
 // one period of pi by adding k pi; detectron2 wraps it into [-180, 180) degrees. Here a += pi is the same
@@ -62,21 +74,28 @@ namespace minidet::models {
 Tensor normalize_angle(const Tensor& a);
 double normalize_angle(double a);
 
+// Which axes the centre offset (dx, dy) is measured along: the image's (RRPN, detectron2) or the reference
+// box's own (RoI Transformer, Oriented R-CNN). See above.
+enum class OffsetFrame { kImage, kBox };
+
 class RotatedBoxCoder {
  public:
   // Weights (wx, wy, ww, wh, wa) must be positive and finite; the clip, applied to dw / ww and dh / wh, finite.
   explicit RotatedBoxCoder(std::array<double, 5> weights = {1.0, 1.0, 1.0, 1.0, 1.0},
-                           double bbox_xform_clip = std::log(1000.0 / 16.0));
+                           double bbox_xform_clip = std::log(1000.0 / 16.0),
+                           OffsetFrame frame = OffsetFrame::kImage);
 
   Tensor encode(const Tensor& target_boxes, const Tensor& reference_boxes) const;
   Tensor decode(const Tensor& deltas, const Tensor& reference_boxes) const;
 
   const std::array<double, 5>& weights() const { return weights_; }
   double bbox_xform_clip() const { return bbox_xform_clip_; }
+  OffsetFrame frame() const { return frame_; }
 
  private:
   std::array<double, 5> weights_;
   double bbox_xform_clip_;
+  OffsetFrame frame_;
 };
 
 }  // namespace minidet::models

@@ -36,6 +36,18 @@ struct Point {
   T x, y;
 };
 
+// ---- the angle range --------------------------------------------------------------------------------
+
+// The one normalisation of a rotated box's angle into [-pi/2, pi/2): a - pi floor((a + pi/2) / pi). A box
+// turned by pi is the same box, so every box has exactly one angle in the range (docs/rotated.md). The
+// tensor form, models::normalize_angle (models/box_coder/rotated_box_coder.h), does the same operations in
+// the same order; this scalar form serves data/ (flips, files) and the host code of the ops.
+template <typename T>
+MINIDET_HOST_DEVICE inline T normalize_angle(T a) {
+  const T pi = T(3.14159265358979323846);
+  return sub_rn(a, mul_rn(floor(div_rn(add_rn(a, pi / T(2)), pi)), pi));
+}
+
 // Capacity of a clipped polygon. Exactly, a convex quadrilateral clipped by the 4 half-planes of another
 // has at most 8 vertices (each half-plane adds at most one). In floating point a near-degenerate polygon can
 // cross a clip line more than twice (rounding wiggles vertices that lie on the line), and one pass then

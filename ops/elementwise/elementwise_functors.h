@@ -21,6 +21,8 @@ enum class UnaryOp {
   Relu,
   Sigmoid,
   Tanh,
+  Sin,
+  Cos,
   AddScalar,   // x + a
   MulScalar,   // x * a
   RSubScalar,  // a - x
@@ -44,6 +46,8 @@ MINIDET_HOST_DEVICE inline T apply_unary(UnaryOp op, T x, double a, double b) {
   using std::pow;
   using std::sqrt;
   using std::tanh;
+  using std::sin;
+  using std::cos;
   switch (op) {
     case UnaryOp::Neg: return -x;
     case UnaryOp::Exp: return static_cast<T>(exp(x));
@@ -61,6 +65,8 @@ MINIDET_HOST_DEVICE inline T apply_unary(UnaryOp op, T x, double a, double b) {
       return e / (T(1) + e);
     }
     case UnaryOp::Tanh: return static_cast<T>(tanh(x));
+    case UnaryOp::Sin: return static_cast<T>(sin(x));
+    case UnaryOp::Cos: return static_cast<T>(cos(x));
     case UnaryOp::AddScalar: return static_cast<T>(x + static_cast<T>(a));
     case UnaryOp::MulScalar: return static_cast<T>(x * static_cast<T>(a));
     case UnaryOp::RSubScalar: return static_cast<T>(static_cast<T>(a) - x);

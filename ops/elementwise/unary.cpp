@@ -96,6 +96,22 @@ Tensor tanh(const Tensor& x) {
   return y;
 }
 
+Tensor sin(const Tensor& x) {
+  Tensor y = unary_raw("sin", UnaryOp::Sin, x);
+  autograd::record("sin", {x}, {y}, {x}, [](BackwardContext& ctx, const TensorList& g) -> TensorList {
+    return {mul(g[0], cos(ctx.saved(0)))};
+  });
+  return y;
+}
+
+Tensor cos(const Tensor& x) {
+  Tensor y = unary_raw("cos", UnaryOp::Cos, x);
+  autograd::record("cos", {x}, {y}, {x}, [](BackwardContext& ctx, const TensorList& g) -> TensorList {
+    return {neg(mul(g[0], sin(ctx.saved(0))))};
+  });
+  return y;
+}
+
 Tensor pow(const Tensor& x, double exponent) {
   Tensor y = unary_raw("pow", UnaryOp::PowScalar, x, exponent);
   autograd::record("pow", {x}, {y}, {x}, [exponent](BackwardContext& ctx, const TensorList& g) -> TensorList {

@@ -8,6 +8,8 @@
 //   relu     y = max(x, 0)       dx = dy * [x > 0]          (relu(NaN) = NaN, as in PyTorch)
 //   sigmoid  y = 1 / (1 + e^-x)  dx = dy * y * (1 - y)
 //   tanh     y = tanh x          dx = dy * (1 - y^2)
+//   sin      y = sin x           dx = dy * cos x
+//   cos      y = cos x           dx = -dy * sin x
 //   pow      y = x^p             dx = dy * p * x^(p-1)
 //   clamp    y = min(max(x, lo), hi)   dx = dy * [lo <= x <= hi]   (lo, hi not NaN; infinite is fine)
 //   sign     y = sign(x)         no gradient (piecewise constant)
@@ -33,6 +35,8 @@ Tensor floor(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
 Tensor pow(const Tensor& x, double exponent);
 Tensor square(const Tensor& x);
 Tensor clamp(const Tensor& x, double min, double max);

@@ -13,7 +13,6 @@
 #include "ops/nms/nms_checks.h"
 #include "ops/nms/nms_kernels.h"
 #include "ops/nms/nms_mask.h"
-#include "ops/sort/sort_kernels.h"
 
 namespace minidet {
 
@@ -42,7 +41,6 @@ void check_nms_inputs(const char* op, const Tensor& boxes, const Tensor& scores,
 // is each segment's own (indices within the segment).
 ops::detail::NmsArgs sorted_args(const Tensor& boxes, const Tensor& scores, const Tensor& class_ids,
                                  double iou_threshold, int offset, int64_t segments = 1) {
-  const int64_t n = boxes.size(0);
   ops::detail::NmsArgs args;
   args.boxes = boxes.contiguous();
   args.scores = scores.contiguous();
@@ -50,11 +48,7 @@ ops::detail::NmsArgs sorted_args(const Tensor& boxes, const Tensor& scores, cons
   args.iou_threshold = iou_threshold;
   args.offset = offset;
   args.segments = segments;
-  // Highest score first, equal scores in input order: sort.h's stable order, the same on both devices.
-  const Tensor sorted_scores = empty({n}, scores.options());
-  args.order = empty({n}, TensorOptions(kInt64, boxes.device()));
-  ops::detail::sort_rows(args.scores, ops::row_layout({segments, n / segments}, 1), /*descending=*/true,
-                         sorted_scores, args.order);
+  args.order = ops::detail::nms_score_order(args.scores, segments);
   return args;
 }
 
@@ -65,31 +59,15 @@ Tensor run_nms(const char* op, const Tensor& boxes, const Tensor& scores, const 
   return ops::detail::nms_kernel(op, sorted_args(boxes, scores, class_ids, iou_threshold, offset));
 }
 
-// Nothing kept yet: an all-false mask for n boxes and status (0, no flags).
-NmsMask nothing_kept(int64_t n, Device device) {
-  NmsMask result;
-  result.keep_mask = zeros({n}, TensorOptions(kBool, device));
-  result.status = zeros({2}, TensorOptions(kInt64, device));
-  return result;
-}
-
-// The mask form on the CPU: the list (a bad value throws here), scattered into the mask; no synchronisation
-// to save.
+// The mask form on the CPU: the list (a bad value throws here), as a mask; no synchronisation to save.
 NmsMask nms_mask_cpu(const char* op, const ops::detail::NmsArgs& args) {
-  NmsMask result = nothing_kept(args.boxes.size(0), args.boxes.device());
-  const std::vector<int64_t> keep = ops::detail::nms_cpu(op, args).to_vector<int64_t>();
-  bool* mask = result.keep_mask.data<bool>();
-  for (int64_t i : keep) mask[i] = true;
-  result.status.data<int64_t>()[0] = static_cast<int64_t>(keep.size());
-  return result;
+  return ops::detail::mask_of_kept(args.boxes.size(0), ops::detail::nms_cpu(op, args));
 }
 
 // segmented_nms_mask on the CPU: batched NMS with the segment as the class, which is what the definition says.
 NmsMask segments_as_classes(const Tensor& boxes, const Tensor& scores, int64_t segments, double iou_threshold) {
-  const int64_t n = boxes.size(0), length = n / segments;
-  std::vector<int64_t> segment_of(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) segment_of[static_cast<size_t>(i)] = i / length;  // n > 0, so length >= 1
-  return batched_nms_mask(boxes, scores, from_vector<int64_t>(segment_of).to(boxes.device()), iou_threshold);
+  return batched_nms_mask(boxes, scores, ops::detail::segment_class_ids(boxes.size(0), segments, boxes.device()),
+                          iou_threshold);
 }
 
 }  // namespace
@@ -111,7 +89,7 @@ NmsMask batched_nms_mask(const Tensor& boxes, const Tensor& scores, const Tensor
   check_nms_inputs(op, boxes, scores, iou_threshold, 0);
   ops::detail::check_nms_class_ids(op, boxes, class_ids);
   NoGradGuard raw;
-  if (boxes.size(0) == 0) return nothing_kept(0, boxes.device());
+  if (boxes.size(0) == 0) return ops::detail::nothing_kept(0, boxes.device());
   const ops::detail::NmsArgs args = sorted_args(boxes, scores, class_ids, iou_threshold, 0);
   return MINIDET_DEVICE_SWITCH(boxes, nms_mask_cpu(op, args), ops::detail::nms_mask_cuda(op, args));
 }
@@ -120,10 +98,9 @@ NmsMask segmented_nms_mask(const Tensor& boxes, const Tensor& scores, int64_t se
   const char* op = "segmented_nms_mask";
   check_nms_inputs(op, boxes, scores, iou_threshold, 0);
   const int64_t n = boxes.size(0);
-  MINIDET_CHECK(segments >= 1 && n % segments == 0, op, ": expected a number of segments >= 1 that divides the ",
-                n, " boxes, got ", segments);
+  ops::detail::check_nms_segments(op, n, segments);
   NoGradGuard raw;
-  if (n == 0) return nothing_kept(0, boxes.device());
+  if (n == 0) return ops::detail::nothing_kept(0, boxes.device());
   return MINIDET_DEVICE_SWITCH(
       boxes, segments_as_classes(boxes, scores, segments, iou_threshold),
       ops::detail::nms_mask_cuda(op, sorted_args(boxes, scores, Tensor(), iou_threshold, 0, segments)));

@@ -30,6 +30,7 @@
 // the better-scored box first, on both devices.
 //
 // batched_nms_rotated(boxes, scores, class_ids, t): NMS within each class (class_ids int64, any values).
+// The same results as keep masks, with no host synchronisation (per image for a detector): nms_rotated_mask.h.
 //
 // Inputs: boxes (N, 5) float32 or float64; scores (N) of the same dtype and device; iou_threshold >= 0.
 // Every box value and score must be finite: NaN or Inf is an error (on CUDA found by the kernels and reported

@@ -10,6 +10,10 @@
 //      measures (no sin or cos, which is where most of a rotated IoU's time would go otherwise)
 //   3. ops/nms's greedy walk (nms_reduce_kernel) over the mask, on the GPU
 //   4. one copy of (count, flags) to the host: the only synchronisation.
+// The mask form (nms_rotated_mask_cuda) stops after step 3: the walk marks the kept rows in a keep mask and
+// leaves (count, flags) in a status on the device. Segmented, each run of `length` rows was sorted on its
+// own, step 1 maps score position p to input row (p / length) length + order[p], step 2 launches only each
+// run's tiles (one grid row per run) and step 3 one thread block per run.
 // Why share steps 2 and 3 rather than write rotated ones: the mask layout and the walk do not depend on what
 // a box is, and the walk is the subtle part of the design; a rule (how to load a box, how to test a pair) is
 // all that differs. detectron2's nms_rotated_cuda.cu instead copies the whole kernel for rotated boxes and
@@ -21,6 +25,7 @@
 #include "core/cuda/launch.h"
 #include "core/factories.h"
 #include "ops/nms/nms_bitmask.cuh"
+#include "ops/nms/nms_checks.h"
 #include "ops/nms/nms_mask.h"
 #include "ops/nms_rotated/nms_rotated_kernels.h"
 
@@ -34,11 +39,13 @@ constexpr int kGatherThreads = 256;
 // into the status.
 template <typename T>
 __global__ void nms_rotated_gather_kernel(int64_t n, const T* boxes, const T* scores, const int64_t* classes,
-                                          const int64_t* order, RotatedNmsBox<T>* sorted_boxes,
-                                          int64_t* sorted_classes, unsigned char* bad_flags) {
+                                          const int64_t* order, int64_t segment_length,
+                                          RotatedNmsBox<T>* sorted_boxes, int64_t* sorted_classes,
+                                          unsigned char* bad_flags) {
   int bad_box = 0, bad_score = 0;
   MINIDET_KERNEL_LOOP(p, n) {
-    const int64_t i = order[p];
+    // Segmented: order holds indices within each run of segment_length rows (n itself when not segmented).
+    const int64_t i = (p / segment_length) * segment_length + order[p];
     const T* box = boxes + 5 * i;
     const bool finite = rotated_box_math::rotated_box_is_finite(box);
     bad_box |= !finite;
@@ -67,13 +74,16 @@ struct RotatedRule {
   }
 };
 
+// Queues steps 1 to 3: the kept rows as a list (keep) or as a mask (keep_mask, all false before), and (count,
+// flags) into status (zero before). Nothing is copied to the host here.
 template <typename T>
-Tensor nms_rotated_cuda_typed(const char* op, const NmsRotatedArgs& args) {
-  const int64_t n = args.boxes.size(0);
+void launch_nms_rotated(const char* op, const NmsRotatedArgs& args, const Tensor& keep, const Tensor& keep_mask,
+                        const Tensor& status) {
+  const int64_t n = args.boxes.size(0), length = n / args.segments;
   const Device device = args.boxes.device();
   const bool batched = args.class_ids.defined();
 
-  // Scratch from the caching allocator, returned when these tensors die (after the copy below).
+  // Scratch from the caching allocator, returned when these tensors die (the stream orders their reuse).
   const int64_t box_bytes = static_cast<int64_t>(sizeof(RotatedNmsBox<T>));
   const Tensor sorted_boxes = empty({n * box_bytes}, TensorOptions(kUInt8, device));  // one prepared box per row
   const Tensor sorted_classes = batched ? empty({n}, TensorOptions(kInt64, device)) : Tensor();
@@ -81,23 +91,30 @@ Tensor nms_rotated_cuda_typed(const char* op, const NmsRotatedArgs& args) {
   const Tensor bad_flags = empty({gather_blocks}, TensorOptions(kUInt8, device));
   auto* boxes_data = static_cast<RotatedNmsBox<T>*>(sorted_boxes.raw_data());
   int64_t* sorted_class_data = batched ? sorted_classes.data<int64_t>() : nullptr;
-  const Tensor keep = empty({n}, TensorOptions(kInt64, device));
-  const Tensor status = zeros({2}, TensorOptions(kInt64, device));  // the count is added into status[0]
 
   nms_rotated_gather_kernel<T><<<gather_blocks, kGatherThreads, 0, cuda::current_stream()>>>(
       n, args.boxes.data<T>(), args.scores.data<T>(), batched ? args.class_ids.data<int64_t>() : nullptr,
-      args.order.data<int64_t>(), boxes_data, sorted_class_data, bad_flags.data<uint8_t>());
+      args.order.data<int64_t>(), length, boxes_data, sorted_class_data, bad_flags.data<uint8_t>());
   MINIDET_CUDA_LAUNCH_CHECK("nms_rotated_gather_kernel");
   nms_bitmask::Pass pass;
-  pass.length = n;
+  pass.length = length;
+  pass.segments = args.segments;
   pass.sorted_classes = sorted_class_data;
   pass.order = args.order.data<int64_t>();
   pass.bad_flags = bad_flags.data<uint8_t>();
   pass.bad_flag_count = gather_blocks;
-  pass.keep = keep.data<int64_t>();
+  pass.keep = keep.defined() ? keep.data<int64_t>() : nullptr;
+  pass.keep_mask = keep_mask.defined() ? keep_mask.data<bool>() : nullptr;
   pass.status = status.data<int64_t>();
   nms_bitmask::launch_nms_bitmask(op, RotatedRule<T>{boxes_data, static_cast<T>(args.iou_threshold)}, pass, device);
+}
 
+template <typename T>
+Tensor nms_rotated_cuda_typed(const char* op, const NmsRotatedArgs& args) {
+  const Device device = args.boxes.device();
+  const Tensor keep = empty({args.boxes.size(0)}, TensorOptions(kInt64, device));
+  const Tensor status = zeros({2}, TensorOptions(kInt64, device));  // the count is added into status[0]
+  launch_nms_rotated<T>(op, args, keep, Tensor(), status);
   // The one synchronisation: the result's length (and the finite-value check) must reach the host.
   const std::vector<int64_t> host_status = status.to_vector<int64_t>();
   check_nms_status(op, host_status);
@@ -110,6 +127,15 @@ Tensor nms_rotated_cuda(const char* op, const NmsRotatedArgs& args) {
   cuda::DeviceGuard guard(args.boxes.device());
   return MINIDET_DISPATCH_FLOATING(args.boxes.dtype(), op,
                                    [&] { return nms_rotated_cuda_typed<scalar_t>(op, args); });
+}
+
+NmsMask nms_rotated_mask_cuda(const char* op, const NmsRotatedArgs& args) {
+  cuda::DeviceGuard guard(args.boxes.device());
+  NmsMask result = nothing_kept(args.boxes.size(0), args.boxes.device());  // the count is added into status[0]
+  MINIDET_DISPATCH_FLOATING(args.boxes.dtype(), op, [&] {
+    launch_nms_rotated<scalar_t>(op, args, Tensor(), result.keep_mask, result.status);
+  });
+  return result;
 }
 
 }  // namespace minidet::ops::detail

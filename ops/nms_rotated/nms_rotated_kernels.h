@@ -25,6 +25,7 @@
 #include "core/macros.h"
 #include "core/tensor.h"
 #include "ops/box_iou_rotated/rotated_box_math.h"
+#include "ops/nms/nms_mask.h"
 
 namespace minidet::ops::detail {
 
@@ -90,8 +91,9 @@ struct NmsRotatedArgs {
   Tensor boxes;      // (N, 5) float32/float64, contiguous, in input order
   Tensor scores;     // (N), contiguous: only checked for finite values here (the order comes from it)
   Tensor class_ids;  // (N) int64 contiguous for batched_nms_rotated; undefined for nms_rotated
-  Tensor order;      // (N) int64: input indices by descending score (stable)
+  Tensor order;      // (N) int64: input indices by descending score (stable); segmented: within each segment
   double iou_threshold = 0;
+  int64_t segments = 1;  // > 1 (CUDA mask mode): N / segments consecutive rows per segment, each its own NMS
 };
 
 // The kept input indices (int64, on the boxes' device), in order; N > 0. Throws minidet::Error naming `op`
@@ -99,6 +101,9 @@ struct NmsRotatedArgs {
 Tensor nms_rotated_cpu(const char* op, const NmsRotatedArgs& args);
 #if MINIDET_WITH_CUDA
 Tensor nms_rotated_cuda(const char* op, const NmsRotatedArgs& args);
+// The mask form (nms_rotated_mask.h): args as nms_rotated_cuda's, or segmented (args.segments > 1). Bad values
+// are reported through the status, and nothing is copied to the host.
+NmsMask nms_rotated_mask_cuda(const char* op, const NmsRotatedArgs& args);
 #endif
 
 }  // namespace minidet::ops::detail

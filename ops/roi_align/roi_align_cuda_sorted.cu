@@ -17,14 +17,12 @@
 // Entry counts: with a fixed sampling_ratio the number of entries is known on the host. With adaptive
 // sampling it depends on the RoI sizes, which live on the device: one scan gives every RoI's first entry
 // and ONE 8-byte copy brings the total back to size the buffers (a second host sync, deterministic mode only).
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_scan.cuh>
-
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
 #include "ops/roi_align/roi_align_kernels.h"
+#include "ops/roi_align/roi_align_sort.cuh"
 
 namespace minidet::ops::detail {
 namespace {
@@ -97,12 +95,6 @@ __global__ void gather_runs_kernel(int64_t n, int64_t entries, const int64_t* ke
   }
 }
 
-int end_bit_for(int64_t max_key) {
-  int bits = 1;
-  while (bits < 63 && (int64_t(1) << bits) <= max_key) ++bits;
-  return bits;
-}
-
 }  // namespace
 
 void roi_align_backward_input_sorted_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
@@ -126,13 +118,7 @@ void roi_align_backward_input_sorted_cuda(const Tensor& grad_output, const Tenso
       count_entries_kernel<T><<<cuda::blocks_for(g.rois + 1), cuda::kThreadsPerBlock, 0, stream>>>(
           roi_data, counts.data<int64_t>(), g);
       MINIDET_CUDA_LAUNCH_CHECK("roi_align count_entries_kernel");
-      size_t scan_bytes = 0;
-      MINIDET_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.data<int64_t>(),
-                                                       first_entry.data<int64_t>(), g.rois + 1, stream));
-      Tensor scan_temp = empty({static_cast<int64_t>(scan_bytes) + 1}, TensorOptions(kUInt8, grad_input.device()));
-      MINIDET_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_temp.data<uint8_t>(), scan_bytes,
-                                                       counts.data<int64_t>(), first_entry.data<int64_t>(), g.rois + 1,
-                                                       stream));
+      exclusive_sum(counts, first_entry);
       if (g.sampling_ratio > 0) {
         entries = g.rois * g.bins() * g.sampling_ratio * g.sampling_ratio * 4;
       } else {  // the documented extra sync: the scan's last element is the total
@@ -141,7 +127,6 @@ void roi_align_backward_input_sorted_cuda(const Tensor& grad_output, const Tenso
     }
     Tensor keys = empty({entries}, index_options), sources = empty({entries}, index_options);
     Tensor weights = empty({entries}, grad_input.options());
-    Tensor ids = arange(0, double(entries), 1, index_options);
     if (g.max_mode) {
       list_max_entries_kernel<T><<<cuda::blocks_for(entries / 4), cuda::kThreadsPerBlock, 0, stream>>>(
           roi_data, argmax.data<int64_t>(), keys.data<int64_t>(), sources.data<int64_t>(), weights.data<T>(), g);
@@ -153,22 +138,13 @@ void roi_align_backward_input_sorted_cuda(const Tensor& grad_output, const Tenso
 
     // 2. Stable sort by destination (LSD radix sort keeps equal keys in their listed order).
     const int64_t outside = g.max_mode ? grad_input.numel() : g.batch * g.height * g.width;
-    Tensor sorted_keys = empty({entries}, index_options), order = empty({entries}, index_options);
-    const int end_bit = end_bit_for(outside);
-    size_t sort_bytes = 0;
-    MINIDET_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys.data<int64_t>(),
-                                                       sorted_keys.data<int64_t>(), ids.data<int64_t>(),
-                                                       order.data<int64_t>(), entries, 0, end_bit, stream));
-    Tensor sort_temp = empty({static_cast<int64_t>(sort_bytes) + 1}, TensorOptions(kUInt8, grad_input.device()));
-    MINIDET_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_temp.data<uint8_t>(), sort_bytes, keys.data<int64_t>(),
-                                                       sorted_keys.data<int64_t>(), ids.data<int64_t>(),
-                                                       order.data<int64_t>(), entries, 0, end_bit, stream));
+    const SortedEntries sorted = stable_sort_entries(keys, outside);
 
     // 3. Each run head sums its run in sorted order and writes its pixel.
     const int64_t n = entries * (g.max_mode ? 1 : g.channels);
     gather_runs_kernel<T><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
-        n, entries, sorted_keys.data<int64_t>(), order.data<int64_t>(), sources.data<int64_t>(), weights.data<T>(),
-        grad_output.data<T>(), grad_input.data<T>(), outside, g);
+        n, entries, sorted.keys.data<int64_t>(), sorted.order.data<int64_t>(), sources.data<int64_t>(),
+        weights.data<T>(), grad_output.data<T>(), grad_input.data<T>(), outside, g);
     MINIDET_CUDA_LAUNCH_CHECK("roi_align gather_runs_kernel");
   });
 }

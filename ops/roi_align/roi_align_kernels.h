@@ -55,11 +55,14 @@ struct RoiBox {
   MINIDET_HOST_DEVICE int64_t count() const { return grid_h * grid_w; }
 };
 
+// Adaptive sampling: ceil(|size| / pooled), at least 1 so a zero-size box still samples its centre. The
+// upper clamp only keeps the integer cast defined for absurd boxes (1e30 pixels); no real box reaches it.
+// roi_align_rotated uses the same function.
 template <typename T>
-MINIDET_HOST_DEVICE inline int64_t adaptive_grid(T roi_size, int64_t pooled) {
-  const T size = roi_size < T(0) ? -roi_size : roi_size;
-  const int64_t grid = static_cast<int64_t>(ceil(size / T(pooled)));
-  return grid < 1 ? 1 : grid;
+MINIDET_HOST_DEVICE inline int64_t adaptive_grid(T size, int64_t pooled) {
+  const T cells = std::ceil(std::fabs(size) / static_cast<T>(pooled));
+  if (!(cells >= T(1))) return 1;
+  return cells < T(1 << 30) ? static_cast<int64_t>(cells) : int64_t(1) << 30;
 }
 
 template <typename T>

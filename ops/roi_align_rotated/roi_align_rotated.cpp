@@ -18,7 +18,7 @@ using ops::detail::RotatedGeometry;
 RotatedGeometry make_geometry(const Tensor& input, const Tensor& rois, const RoIAlignRotatedOptions& options) {
   ops::check_roi_input(kOp, input);
   ops::check_roi_pooling(kOp, options.pooled_h, options.pooled_w, options.spatial_scale);
-  ops::check_rois(kOp, input, rois, 6);
+  ops::check_rois(kOp, input, rois, 6, options.check_roi_values);
   MINIDET_CHECK(!(rois.requires_grad() && GradMode::is_enabled()), kOp,
                 ": the gradient with respect to rois is not supported for the rotated op (only the input "
                 "gets one); pass rois.detach()");
@@ -40,8 +40,9 @@ Tensor backward_raw(const Tensor& grad_output, const Tensor& rois, const Shape& 
                     const RotatedGeometry& g) {
   NoGradGuard raw;
   const Tensor grad = grad_output.contiguous();
-  Tensor grad_input = zeros(input_sizes, grad.options());
-  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
+  if (grad.numel() == 0) return zeros(input_sizes, grad.options());  // K = 0: no RoI hands back anything
+  Tensor grad_input = empty(input_sizes, grad.options());  // the kernels write every element
+  if (grad_input.numel() == 0) return grad_input;
   MINIDET_DEVICE_SWITCH(
       grad, ops::detail::roi_align_rotated_backward_cpu(grad, rois, grad_input, g),
       ops::detail::roi_align_rotated_backward_cuda(grad, rois, grad_input, g, DeterministicMode::is_enabled()));

@@ -51,9 +51,10 @@
 //
 // Kernels: the CPU precomputes every sample's neighbours and weights once per RoI (shared by all channels,
 // chunks of RoIs at a time), parallel over (RoI, channel) in forward and over channels in backward (no two
-// threads write one element; deterministic). CUDA: one thread per output element; backward scatters with
-// atomicAdd, and under DeterministicMode a gather kernel gives each input pixel one thread that visits the
-// RoIs in order and sums the samples that touch it: fixed order, identical bits every run, no atomics.
+// threads write one element; deterministic). CUDA (roi_align_rotated_cuda.cu): roi_align's channel-last
+// kernels (a warp = 32 channels of one bin sharing one geometry computation, NHWC reads and atomics) with
+// the rotated sample positions; under DeterministicMode a sorted fixed-order gather replaces the atomics
+// (identical bits every run; with adaptive sampling it costs one extra host synchronisation).
 #pragma once
 
 #include <cstdint>
@@ -68,6 +69,10 @@ struct RoIAlignRotatedOptions {
   int64_t sampling_ratio = 0;  // samples per bin along each box axis; <= 0: adaptive, per RoI
   bool aligned = true;
   bool clockwise = false;  // true: the angle turns the box clockwise on screen (theta = -angle)
+  // Check the rois' values (finite, batch index in range): on CUDA one device-to-host copy per call. A
+  // caller whose rois are finite by construction (a detector's own proposals) turns it off, as
+  // RoIAlignOptions::check_roi_values; a bad row is then undefined behaviour, never checked.
+  bool check_roi_values = true;
 
   RoIAlignRotatedOptions& set_output_size(int64_t size) { return set_output_size(size, size); }
   RoIAlignRotatedOptions& set_output_size(int64_t h, int64_t w) { pooled_h = h; pooled_w = w; return *this; }
@@ -75,6 +80,7 @@ struct RoIAlignRotatedOptions {
   RoIAlignRotatedOptions& set_sampling_ratio(int64_t r) { sampling_ratio = r; return *this; }
   RoIAlignRotatedOptions& set_aligned(bool a) { aligned = a; return *this; }
   RoIAlignRotatedOptions& set_clockwise(bool c) { clockwise = c; return *this; }
+  RoIAlignRotatedOptions& set_check_roi_values(bool c) { check_roi_values = c; return *this; }
 };
 
 // Differentiable with respect to input only; rois must not require grad (see above). rois must have

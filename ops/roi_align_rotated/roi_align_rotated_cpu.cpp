@@ -131,6 +131,7 @@ void roi_align_rotated_forward_cpu(const Tensor& input, const Tensor& rois, cons
 
 void roi_align_rotated_backward_cpu(const Tensor& grad_output, const Tensor& rois, const Tensor& grad_input,
                                     const RotatedGeometry& g) {
+  grad_input.zero_();  // the kernel adds every sample's share into it
   MINIDET_DISPATCH_FLOATING(grad_output.dtype(), "roi_align_rotated", [&] {
     backward<scalar_t>(grad_output.data<scalar_t>(), rois.data<scalar_t>(), grad_input.data<scalar_t>(), g);
   });

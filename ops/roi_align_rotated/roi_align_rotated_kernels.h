@@ -9,6 +9,7 @@
 #include "core/macros.h"
 #include "core/tensor.h"
 #include "ops/common/bilinear.h"
+#include "ops/roi_align/roi_align_kernels.h"  // adaptive_grid: the same adaptive sampling as roi_align
 
 namespace minidet::ops::detail {
 
@@ -32,15 +33,6 @@ struct RotatedFrame {
   int64_t grid_w, grid_h;
   T count;             // grid_h * grid_w, what a bin's sum is divided by
 };
-
-// Adaptive sampling: ceil(|size| / pooled), at least 1 so a zero-size box still samples its centre. The
-// upper clamp only keeps the integer cast defined for absurd boxes (1e30 pixels); no real box reaches it.
-template <typename T>
-MINIDET_HOST_DEVICE inline int64_t adaptive_grid(T size, int64_t pooled) {
-  const T cells = std::ceil(std::fabs(size) / static_cast<T>(pooled));
-  if (!(cells >= T(1))) return 1;
-  return cells < T(1 << 30) ? static_cast<int64_t>(cells) : int64_t(1) << 30;
-}
 
 template <typename T>
 MINIDET_HOST_DEVICE inline RotatedFrame<T> rotated_frame(const T* roi, const RotatedGeometry& g) {
@@ -76,25 +68,27 @@ MINIDET_HOST_DEVICE inline void rotated_sample(const RotatedFrame<T>& f, int64_t
   *y = f.center_y - u * f.sin_theta + v * f.cos_theta;
 }
 
-// Calls visit(sample) with the bilinear read (ops/common/bilinear.h) of every sample of bin (p, q), in
-// (iy, ix) order: the one sampling loop of the CPU table builder and the CUDA kernels.
-#ifdef __CUDACC__
-#pragma nv_exec_check_disable  // instantiated for the host with host lambdas and for the device with device ones
-#endif
+// The bilinear read (ops/common/bilinear.h) of sample (iy, ix) of bin (p, q): the one sample of the CPU
+// table builder and the CUDA kernels, so both devices read the same neighbours.
+template <typename T>
+MINIDET_HOST_DEVICE inline BilinearSample<T> rotated_bin_sample(const RotatedFrame<T>& f, const RotatedGeometry& g,
+                                                                int64_t p, int64_t q, int64_t iy, int64_t ix) {
+  T y, x;
+  rotated_sample(f, p * f.grid_h + iy, q * f.grid_w + ix, &y, &x);
+  return bilinear_sample(y, x, g.height, g.width);
+}
+
+// Calls visit(sample) with every sample of bin (p, q), in (iy, ix) order (the CPU's loop).
 template <typename T, typename Visit>
-MINIDET_HOST_DEVICE inline void for_each_bin_sample(const RotatedFrame<T>& f, const RotatedGeometry& g, int64_t p,
-                                                    int64_t q, Visit&& visit) {
+inline void for_each_bin_sample(const RotatedFrame<T>& f, const RotatedGeometry& g, int64_t p, int64_t q,
+                                Visit&& visit) {
   for (int64_t iy = 0; iy < f.grid_h; ++iy)
-    for (int64_t ix = 0; ix < f.grid_w; ++ix) {
-      T y, x;
-      rotated_sample(f, p * f.grid_h + iy, q * f.grid_w + ix, &y, &x);
-      visit(bilinear_sample(y, x, g.height, g.width));
-    }
+    for (int64_t ix = 0; ix < f.grid_w; ++ix) visit(rotated_bin_sample(f, g, p, q, iy, ix));
 }
 
 void roi_align_rotated_forward_cpu(const Tensor& input, const Tensor& rois, const Tensor& output,
                                    const RotatedGeometry& g);
-// grad_input must be zero-filled: the kernels add into it.
+// grad_input (N, C, H, W) is written, not accumulated.
 void roi_align_rotated_backward_cpu(const Tensor& grad_output, const Tensor& rois, const Tensor& grad_input,
                                     const RotatedGeometry& g);
 #if MINIDET_WITH_CUDA

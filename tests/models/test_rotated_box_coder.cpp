@@ -18,6 +18,7 @@ using namespace minidet;
 using autograd::TensorList;
 using models::BoxCoder;
 using models::RotatedBoxCoder;
+using models::OffsetFrame;
 using minidet::test::allclose;
 using minidet::test::max_abs_diff;
 
@@ -272,6 +273,61 @@ TEST_CASE("gradcheck/rotated_box_coder: decode in float64 in the deltas and the 
   const autograd::GradcheckResult e = autograd::gradcheck(
       [coder](const TensorList& in) { return coder.encode(in[0], in[1]); }, {target, reference2});
   MESSAGE("encode: max_abs_error " << e.max_abs_error);
+  CHECK_MESSAGE(e.ok, e.report);
+}
+
+TEST_CASE("values/rotated_box_coder: offsets in the box frame: by hand, at angle 0, and decode inverts encode") {
+  const OffsetFrame box = OffsetFrame::kBox;
+  // A reference turned a quarter: its x axis u = (cos a, -sin a) points up the screen, (0, -1), and its y axis
+  // v = (sin a, cos a) points right, (1, 0). A target 5 px above and 2 px right of its centre is 5 along u and
+  // 2 along v: dx = 5 / Pw, dy = 2 / Ph, where the image frame would give dx = 2 / Pw, dy = -5 / Ph.
+  const Tensor p = from_vector<double>({10, 20, 40, 8, kPi / 2}, {1, 5});
+  const Tensor g = from_vector<double>({12, 15, 40, 8, kPi / 2 - 1e-9}, {1, 5});
+  const RotatedBoxCoder unit_box({1, 1, 1, 1, 1}, std::log(1000.0 / 16.0), box);
+  const std::vector<double> in_box = values(unit_box.encode(g, p));
+  const std::vector<double> in_image = values(RotatedBoxCoder().encode(g, p));
+  CHECK(in_box[0] == doctest::Approx(5.0 / 40).epsilon(1e-12));
+  CHECK(in_box[1] == doctest::Approx(2.0 / 8).epsilon(1e-12));
+  CHECK(in_image[0] == doctest::Approx(2.0 / 40));
+  CHECK(in_image[1] == doctest::Approx(-5.0 / 8));
+  for (int j = 2; j < 5; ++j) CHECK(in_box[j] == in_image[j]);  // w, h and the angle do not depend on the frame
+
+  // At angle 0 the frames agree (u = x, v = y).
+  std::vector<double> a = values(random_rotated_boxes(6, kFloat64, 31));
+  std::vector<double> b = values(random_rotated_boxes(6, kFloat64, 32));
+  for (int i = 0; i < 6; ++i) a[i * 5 + 4] = b[i * 5 + 4] = 0;
+  const Tensor ga = from_vector<double>(a, {6, 5}), pb = from_vector<double>(b, {6, 5});
+  const RotatedBoxCoder framed({10, 10, 5, 5, 1}, std::log(1000.0 / 16.0), box), imaged({10, 10, 5, 5, 1});
+  CHECK(test::allclose(framed.encode(ga, pb), imaged.encode(ga, pb), 1e-14, 1e-14));
+
+  // decode(encode(G, P), P) = G at any angles.
+  const Tensor gr = random_rotated_boxes(50, kFloat64, 33), pr = random_rotated_boxes(50, kFloat64, 34);
+  CHECK(test::allclose(framed.decode(framed.encode(gr, pr), pr), gr, 1e-9, 1e-9));
+  CHECK(framed.frame() == box);
+}
+
+TEST_CASE("gradcheck/rotated_box_coder: decode and encode with offsets in the box frame") {
+  const RotatedBoxCoder coder({10, 10, 5, 5, 2}, std::log(1000.0 / 16.0), OffsetFrame::kBox);
+  std::vector<double> d = values(random_deltas(3, 5, kFloat64, 41));
+  std::vector<double> p = values(random_rotated_boxes(3, kFloat64, 42));
+  const double pa[3] = {-1.0, 0.2, 1.1};
+  for (int i = 0; i < 3; ++i) {
+    p[i * 5 + 4] = pa[i];
+    d[i * 5 + 4] = 0.2;  // Pa + da / wa stays 0.3 or more from a wrap point
+  }
+  const Tensor deltas = from_vector<double>(d, {3, 5}).requires_grad_();
+  const Tensor reference = from_vector<double>(p, {3, 5}).requires_grad_();
+  const autograd::GradcheckResult r =
+      autograd::gradcheck([coder](const TensorList& in) { return coder.decode(in[0], in[1]); }, {deltas, reference});
+  MESSAGE("decode (box frame): max_abs_error " << r.max_abs_error);
+  CHECK_MESSAGE(r.ok, r.report);
+  std::vector<double> g = values(random_rotated_boxes(3, kFloat64, 43));
+  const double ga[3] = {-0.7, 0.5, 1.3};
+  for (int i = 0; i < 3; ++i) g[i * 5 + 4] = ga[i];
+  const Tensor target = from_vector<double>(g, {3, 5}).requires_grad_();
+  const autograd::GradcheckResult e = autograd::gradcheck(
+      [coder](const TensorList& in) { return coder.encode(in[0], in[1]); }, {target, reference});
+  MESSAGE("encode (box frame): max_abs_error " << e.max_abs_error);
   CHECK_MESSAGE(e.ok, e.report);
 }
 

@@ -34,6 +34,8 @@ const std::vector<UnaryCase>& unary_cases() {
       {"relu", [](const Tensor& x) { return relu(x); }, 0.1, 2},
       {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, -4, 4},
       {"tanh", [](const Tensor& x) { return tanh(x); }, -3, 3},
+      {"sin", [](const Tensor& x) { return sin(x); }, -4, 4},
+      {"cos", [](const Tensor& x) { return cos(x); }, -4, 4},
       {"pow", [](const Tensor& x) { return pow(x, 2.5); }, 0.2, 2},
       {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.7); }, 0.1, 2},
   };

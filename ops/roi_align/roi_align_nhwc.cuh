@@ -1,0 +1,279 @@
+// The channel-last CUDA kernels of RoIAlign, written once for both RoIAlign ops: the axis-aligned one
+// (roi_align_cuda.cu; Mask R-CNN: He et al. 2017) and the rotated one (ops/roi_align_rotated; detectron2's
+// ROIAlignRotated). Both average (or take the max of) bilinear reads at a grid of samples in every bin; they
+// differ only in WHERE sample (iy, ix) of bin (p, q) of RoI k sits in the feature map. That mapping is a
+// "sampler", a small struct the kernels take by value:
+//
+//   roi(k)                      RoI k's geometry: a struct with int64_t fields batch, grid_h, grid_w (samples
+//                               per bin along each axis). Computed or loaded once per work item.
+//   sample(roi, p, q, iy, ix)   the BilinearSample (ops/common/bilinear.h) of that sample: 4 neighbours, weights
+//   divisor(roi)                what an average bin's sum is divided by (grid_h * grid_w, as a T)
+//
+// Everything else (the work split, the channel loops, the order of every sum) lives here, so the two ops
+// cannot drift apart.
+//
+// Why channel-last. The geometry of a sample (where it sits, its weights) is the same for all C channels,
+// and C is large (256 in a detector's box head). So the work is split as (RoI, bin, channels) with the
+// CHANNELS FASTEST: the 32 lanes of a warp are 32 channels of one bin (each lane serves 8 channels, 32
+// apart, so one geometry computation serves 256 outputs; see WorkItem). The lanes compute the same geometry
+// in lockstep and read and write the 32 channels of the same pixel. In the usual NCHW layout those 32 values
+// are H*W apart, 32 memory transactions; in NHWC (channel last) they are consecutive: ONE 128-byte line.
+//   forward:   input NCHW -> NHWC once (a tiled transpose, ~2 passes over the input), then every bilinear
+//              read is a coalesced warp read.
+//   backward:  the atomicAdd scatter goes into an NHWC gradient buffer, so each warp-wide atomic covers one
+//              128-byte line instead of 32 scattered addresses (torchvision's layout), then NHWC -> NCHW.
+// Zero-weight neighbours are skipped (a sample on a pixel line, the duplicated border neighbours).
+#pragma once
+
+#include <cstdint>
+
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
+#include "core/cuda/launch.h"
+#include "core/factories.h"
+#include "ops/common/bilinear.h"
+#include "ops/roi_align/roi_align_kernels.h"  // max_sample_wins
+
+namespace minidet::ops::detail::roi_nhwc {
+
+constexpr int kTile = 32;  // transpose tile: kTile x kTile values through shared memory, kTile x 8 threads
+
+// out[b, s, r] = in[b, r, s] for (B, R, S) -> (B, S, R). Reads and writes are both coalesced: a warp reads
+// a row of the tile and writes a column of it, through shared memory (+1 column against bank conflicts).
+template <typename T>
+__global__ void transpose_kernel(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t col_tiles = (cols + kTile - 1) / kTile, row_tiles = (rows + kTile - 1) / kTile;
+  const int64_t tiles = batch * row_tiles * col_tiles;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t b = t / (row_tiles * col_tiles);
+    const int64_t r0 = (t / col_tiles) % row_tiles * kTile, c0 = t % col_tiles * kTile;
+    const T* src = in + b * rows * cols;
+    T* dst = out + b * rows * cols;
+    for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+      const int64_t r = r0 + i, c = c0 + threadIdx.x;
+      if (r < rows && c < cols) tile[i][threadIdx.x] = src[r * cols + c];
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+      const int64_t c = c0 + i, r = r0 + threadIdx.x;
+      if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][i];
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T>
+void transpose(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols) {
+  const int64_t tiles = batch * ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
+  if (tiles == 0) return;
+  transpose_kernel<T><<<cuda::blocks_for(tiles, 1), dim3(kTile, 8), 0, cuda::current_stream()>>>(in, out, batch,
+                                                                                                   rows, cols);
+  MINIDET_CUDA_LAUNCH_CHECK("roi_nhwc transpose_kernel");
+}
+
+// Work items. Item i is (RoI k, bin, slab, lane), lane fastest: the 32 lanes of a warp share one (RoI, bin),
+// so they compute the same sample geometry in lockstep, and lane l of slab b serves the kChannelsPerLane
+// channels c = b * kChannelsPerSlab + l + 32 j. For each j the warp touches 32 consecutive channels of one
+// pixel: one 128-byte line in NHWC. One geometry computation serves 8 channels per lane (256 per warp),
+// which is what makes the kernels memory-bound rather than busy recomputing positions and weights.
+// Index is int32_t when the item count is below 2^31 (64-bit division costs several times more), int64_t
+// otherwise; addresses are always computed in 64 bits.
+constexpr int kLanes = 32;
+constexpr int kChannelsPerLane = 8;
+constexpr int64_t kChannelsPerSlab = kLanes * kChannelsPerLane;
+
+__host__ __device__ inline int64_t channel_slabs(int64_t channels) {
+  return (channels + kChannelsPerSlab - 1) / kChannelsPerSlab;
+}
+
+// The sizes the kernels index with: input (N, C, H, W), output (K, C, pooled_h, pooled_w).
+struct PoolShape {
+  int64_t channels, height, width, pooled_h, pooled_w;
+  __host__ __device__ int64_t bins() const { return pooled_h * pooled_w; }
+};
+
+inline PoolShape pool_shape(const Tensor& features, const Tensor& pooled) {
+  return {features.size(1), features.size(2), features.size(3), pooled.size(2), pooled.size(3)};
+}
+
+// Work item i: RoI k, bin = p * pooled_w + q, and the thread's first channel c0 (its channels: c0 + 32 j).
+template <typename Index>
+struct WorkItem {
+  Index k, bin, p, q;
+  int64_t c0;
+};
+template <typename Index>
+struct WorkSplit {
+  Index slabs, bins, pooled_w;
+  __device__ explicit WorkSplit(const PoolShape& s)
+      : slabs(Index(channel_slabs(s.channels))), bins(Index(s.bins())), pooled_w(Index(s.pooled_w)) {}
+  __device__ WorkItem<Index> operator()(Index i) const {
+    const Index warp = i / kLanes, k_bin = warp / slabs, k = k_bin / bins, bin = k_bin - k * bins;
+    const Index slab = warp - k_bin * slabs, lane = i - warp * kLanes, p = bin / pooled_w;
+    return {k, bin, p, bin - p * pooled_w, int64_t(slab) * kChannelsPerSlab + lane};
+  }
+};
+
+// The grid-stride loop adds at most one grid (65535 * 256 < 2^24) past n, so n below 2^31 - 2^24 is safe.
+inline bool fits_int32(int64_t n) { return n < (int64_t(1) << 31) - (int64_t(1) << 24); }
+
+// Calls launch(Index()) with the narrowest Index that counts n work items.
+template <typename Launch>
+void with_index(int64_t n, Launch&& launch) {
+  if (fits_int32(n)) launch(int32_t());
+  else launch(int64_t());
+}
+
+// kMax: max pooling (argmax keeps the winning sample) instead of the average. As a template argument, the
+// avg kernel keeps no winners (fewer registers, more threads in flight to hide the scattered reads' latency).
+template <typename T, typename Index, bool kMax, typename Sampler>
+__global__ void forward_kernel(Index n, const T* input_nhwc, Sampler sampler, T* output, int64_t* argmax,
+                               PoolShape shape) {
+  const WorkSplit<Index> split(shape);
+  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += Index(blockDim.x) * gridDim.x) {
+    const WorkItem<Index> e = split(i);
+    const auto roi = sampler.roi(e.k);
+    const int64_t c0 = e.c0;
+    // Pixel `offset` of channel c0 + 32 j is features[offset * C + 32 j]: NHWC.
+    const T* features = input_nhwc + roi.batch * shape.height * shape.width * shape.channels + c0;
+    T result[kChannelsPerLane];
+    int64_t best[kChannelsPerLane];  // max mode: index of the winning sample (kMax only)
+#pragma unroll
+    for (int j = 0; j < kChannelsPerLane; ++j) {
+      result[j] = T(0);
+      best[j] = 0;
+    }
+    int64_t s = 0;
+    for (int64_t iy = 0; iy < roi.grid_h; ++iy) {
+      for (int64_t ix = 0; ix < roi.grid_w; ++ix, ++s) {
+        const BilinearSample<T> w = sampler.sample(roi, e.p, e.q, iy, ix);
+        const T* f0 = features + w.offset[0] * shape.channels;
+        const T* f1 = features + w.offset[1] * shape.channels;
+        const T* f2 = features + w.offset[2] * shape.channels;
+        const T* f3 = features + w.offset[3] * shape.channels;
+#pragma unroll
+        for (int j = 0; j < kChannelsPerLane; ++j) {
+          if (c0 + kLanes * j >= shape.channels) continue;
+          const int d = kLanes * j;
+          // Same expression and order as the CPU's bilinear_interpolate; outside samples read 0.
+          const T v = w.inside ? w.weight[0] * f0[d] + w.weight[1] * f1[d] + w.weight[2] * f2[d] + w.weight[3] * f3[d]
+                               : T(0);
+          if constexpr (!kMax) {
+            result[j] += v;
+          } else if (s == 0 || max_sample_wins(v, result[j])) {
+            result[j] = v;
+            best[j] = s;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kChannelsPerLane; ++j) {
+      const int64_t c = c0 + kLanes * j;
+      if (c >= shape.channels) continue;
+      const int64_t out = (int64_t(e.k) * shape.channels + c) * shape.bins() + e.bin;  // (K, C, ph, pw)
+      if constexpr (kMax) {
+        output[out] = result[j];
+        argmax[out] = best[j];
+      } else {
+        output[out] = result[j] / sampler.divisor(roi);
+      }
+    }
+  }
+}
+
+template <typename T, typename Index, bool kMax, typename Sampler>
+__global__ void backward_atomic_kernel(Index n, const T* grad_output, Sampler sampler, const int64_t* argmax,
+                                       T* grad_nhwc, PoolShape shape) {
+  const WorkSplit<Index> split(shape);
+  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += Index(blockDim.x) * gridDim.x) {
+    const WorkItem<Index> e = split(i);
+    const auto roi = sampler.roi(e.k);
+    const int64_t c0 = e.c0;
+    // Channel c0 + 32 j of this bin is grad_output[first_out + 32 j * bins].
+    const int64_t first_out = (int64_t(e.k) * shape.channels + c0) * shape.bins() + e.bin;
+    T* dst = grad_nhwc + roi.batch * shape.height * shape.width * shape.channels + c0;
+    if constexpr (kMax) {
+      // Only the winning sample, with the whole gradient; each channel has its own winner.
+#pragma unroll
+      for (int j = 0; j < kChannelsPerLane; ++j) {
+        if (c0 + kLanes * j >= shape.channels) continue;
+        const int64_t out = first_out + int64_t(kLanes) * j * shape.bins(), s = argmax[out];
+        const BilinearSample<T> w = sampler.sample(roi, e.p, e.q, s / roi.grid_w, s % roi.grid_w);
+        if (!w.inside) continue;
+        for (int corner = 0; corner < 4; ++corner)
+          if (w.weight[corner] != T(0))
+            atomicAdd(dst + w.offset[corner] * shape.channels + kLanes * j, grad_output[out] * w.weight[corner]);
+      }
+    } else {
+      // avg: every sample hands gradient / count to its four neighbours, for each of the thread's channels.
+      T share[kChannelsPerLane];
+#pragma unroll
+      for (int j = 0; j < kChannelsPerLane; ++j)
+        share[j] = c0 + kLanes * j < shape.channels
+                       ? grad_output[first_out + int64_t(kLanes) * j * shape.bins()] / sampler.divisor(roi)
+                       : T(0);
+      for (int64_t iy = 0; iy < roi.grid_h; ++iy) {
+        for (int64_t ix = 0; ix < roi.grid_w; ++ix) {
+          const BilinearSample<T> w = sampler.sample(roi, e.p, e.q, iy, ix);
+          if (!w.inside) continue;
+          for (int corner = 0; corner < 4; ++corner) {
+            // Zero weights (a sample on a pixel line, the duplicated neighbours at the border) add nothing.
+            if (w.weight[corner] == T(0)) continue;
+            T* pixel = dst + w.offset[corner] * shape.channels;
+#pragma unroll
+            for (int j = 0; j < kChannelsPerLane; ++j)
+              if (c0 + kLanes * j < shape.channels) atomicAdd(pixel + kLanes * j, share[j] * w.weight[corner]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- launchers: call them inside MINIDET_DISPATCH_FLOATING with T = scalar_t ---------------------------------
+
+// output (K, C, ph, pw), and argmax like it when kMax, from input (N, C, H, W); all contiguous.
+template <typename T, bool kMax, typename Sampler>
+void forward(const Tensor& input, const Sampler& sampler, const Tensor& output, const Tensor& argmax,
+             const char* kernel_name) {
+  const PoolShape shape = pool_shape(input, output);
+  const int64_t n = output.size(0) * shape.bins() * channel_slabs(shape.channels) * kLanes;  // work items
+  if (n == 0) return;
+  Tensor input_nhwc = empty({input.size(0), shape.height, shape.width, shape.channels}, input.options());
+  transpose(input.data<T>(), input_nhwc.data<T>(), input.size(0), shape.channels, shape.height * shape.width);
+  with_index(n, [&](auto index) {
+    using Index = decltype(index);
+    forward_kernel<T, Index, kMax, Sampler><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+        Index(n), input_nhwc.data<T>(), sampler, output.data<T>(), argmax.defined() ? argmax.data<int64_t>() : nullptr,
+        shape);
+  });
+  MINIDET_CUDA_LAUNCH_CHECK(kernel_name);
+}
+
+// grad_input (N, C, H, W) is written, not accumulated: atomics into a zeroed NHWC buffer, then one transpose.
+template <typename T, bool kMax, typename Sampler>
+void backward_atomic(const Tensor& grad_output, const Sampler& sampler, const Tensor& argmax,
+                     const Tensor& grad_input, const char* kernel_name) {
+  if (grad_input.numel() == 0) return;
+  if (grad_output.numel() == 0) {
+    grad_input.zero_();
+    return;
+  }
+  const PoolShape shape = pool_shape(grad_input, grad_output);
+  const int64_t batch = grad_input.size(0);
+  const int64_t n = grad_output.size(0) * shape.bins() * channel_slabs(shape.channels) * kLanes;  // work items
+  Tensor grad_nhwc = zeros({batch, shape.height, shape.width, shape.channels}, grad_input.options());
+  with_index(n, [&](auto index) {
+    using Index = decltype(index);
+    backward_atomic_kernel<T, Index, kMax, Sampler>
+        <<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+            Index(n), grad_output.data<T>(), sampler, argmax.defined() ? argmax.data<int64_t>() : nullptr,
+            grad_nhwc.data<T>(), shape);
+  });
+  MINIDET_CUDA_LAUNCH_CHECK(kernel_name);
+  transpose(grad_nhwc.data<T>(), grad_input.data<T>(), batch, shape.height * shape.width, shape.channels);
+}
+
+}  // namespace minidet::ops::detail::roi_nhwc
