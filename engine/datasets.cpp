@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "data/coco/coco_dataset.h"
+#include "data/shapes/rotated_shapes_dataset.h"
 #include "data/shapes/shapes_dataset.h"
 
 namespace minidet::engine {
@@ -18,6 +19,29 @@ data::ShapesOptions shapes_options(const RunConfig& config) {
   return shapes;
 }
 
+data::RotatedShapesOptions rotated_shapes_options(const RunConfig& config) {
+  data::RotatedShapesOptions shapes;
+  shapes.image_width = shapes.image_height = config.data.image_size;
+  shapes.num_classes = config.detector.num_classes;
+  shapes.train_images = config.data.train_images;
+  shapes.test_images = config.data.test_images;
+  shapes.min_thickness = config.data.min_thickness;
+  return shapes;
+}
+
+// The synthetic split of `config`: the shapes, or the rotated shapes.
+std::unique_ptr<data::Dataset> open_synthetic(const RunConfig& config, data::Split split) {
+  if (config.data.synthetic == SyntheticData::kRotatedShapes) {
+    MINIDET_CHECK(config.detector.num_classes >= 1 && config.detector.num_classes <= data::kNumRotatedShapeKinds,
+                  "the synthetic rotated shapes have 1 to ", data::kNumRotatedShapeKinds,
+                  " classes; detector.num_classes is ", config.detector.num_classes);
+    return std::make_unique<data::RotatedShapesDataset>(split, rotated_shapes_options(config));
+  }
+  MINIDET_CHECK(config.detector.num_classes >= 1 && config.detector.num_classes <= 5,
+                "the synthetic shapes have 1 to 5 classes; detector.num_classes is ", config.detector.num_classes);
+  return std::make_unique<data::ShapesDataset>(split, shapes_options(config));
+}
+
 std::unique_ptr<data::Dataset> open_coco(const std::string& json_path, const std::string& image_dir) {
   auto dataset = std::make_unique<data::CocoDataset>(json_path, image_dir);
   MINIDET_CHECK(dataset->size() > 0, "dataset '", json_path, "' has no images");
@@ -30,10 +54,8 @@ std::unique_ptr<data::Dataset> open_coco(const std::string& json_path, const std
 Datasets open_datasets(const RunConfig& config, bool need_train) {
   Datasets sets;
   if (!config.data.is_coco()) {
-    MINIDET_CHECK(config.detector.num_classes >= 1 && config.detector.num_classes <= 5,
-                  "the synthetic shapes have 1 to 5 classes; detector.num_classes is ", config.detector.num_classes);
-    if (need_train) sets.train = std::make_unique<data::ShapesDataset>(data::Split::kTrain, shapes_options(config));
-    sets.val = std::make_unique<data::ShapesDataset>(data::Split::kTest, shapes_options(config));
+    if (need_train) sets.train = open_synthetic(config, data::Split::kTrain);
+    sets.val = open_synthetic(config, data::Split::kTest);
     return sets;
   }
   if (need_train) sets.train = open_coco(config.data.train_json, config.data.train_images_dir);

@@ -3,6 +3,8 @@
 // name ("detector.rpn.train.post_nms_top_n") is the same in config.json, in --set and in every message.
 #include "engine/run_config.h"
 
+#include <cmath>
+
 #include "core/config_visitor.h"
 #include "core/error.h"
 #include "core/factories.h"
@@ -34,8 +36,11 @@ void visit_run(ConfigVisitor& v, RunConfig& c) {
   v.object("data", [&] {
     DataConfig& d = c.data;
     v.field("image_size", d.image_size);
+    v.choice("synthetic", d.synthetic,
+             {{"shapes", SyntheticData::kShapes}, {"rotated_shapes", SyntheticData::kRotatedShapes}});
     v.field("train_images", d.train_images);
     v.field("test_images", d.test_images);
+    v.field("min_thickness", d.min_thickness);
     v.field("train_json", d.train_json);
     v.field("train_images_dir", d.train_images_dir);
     v.field("val_json", d.val_json);
@@ -91,6 +96,8 @@ void RunConfig::validate() const {
   const DataConfig& d = data;
   MINIDET_CHECK(d.image_size >= 16 && d.image_size <= 4096, "config: data.image_size must be in [16, 4096], got ",
                 d.image_size);
+  MINIDET_CHECK(std::isfinite(d.min_thickness) && d.min_thickness >= 1.0,
+                "config: data.min_thickness must be at least 1 pixel, got ", d.min_thickness);
   MINIDET_CHECK(d.train_images >= 1 && d.test_images >= 1,
                 "config: data.train_images and data.test_images must be at least 1");
   MINIDET_CHECK(d.train_json.empty() == d.train_images_dir.empty(),

@@ -40,11 +40,18 @@ struct Schedule {
                                  // engine/cuda_graphs.h)
 };
 
+// Which synthetic images: axis-aligned shapes (data/shapes/shapes_dataset.h) or rotated rectangles, ellipses
+// and bars with their rotated boxes (data/shapes/rotated_shapes_dataset.h), for detector.box_type = rotated.
+enum class SyntheticData { kShapes, kRotatedShapes };
+
 // Where images come from: the synthetic shapes (train_json empty) or COCO instances files.
 struct DataConfig {
+  SyntheticData synthetic = SyntheticData::kShapes;
   int64_t image_size = 128;     // synthetic images are image_size x image_size
   int64_t train_images = 2000;  // synthetic training split
   int64_t test_images = 200;    // synthetic held-out split
+  double min_thickness = 4.0;   // rotated shapes: the thinnest short side, in pixels (bars are 4 to 10 times
+                                // longer); thinner bars ask for sub-pixel accuracy at rotated IoU 0.5
   std::string train_json, train_images_dir;  // COCO training data (both or neither)
   std::string val_json, val_images_dir;      // COCO validation data (both or neither)
   bool is_coco() const { return !train_json.empty(); }

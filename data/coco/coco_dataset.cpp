@@ -43,12 +43,13 @@ std::string CocoDataset::file_name(int64_t index) const {
 Target CocoDataset::target(int64_t index) const {
   check_index(index);
   const CocoImage& image = instances_.images[index];
-  Target target{image.id, image.width, image.height, {}, {}};
+  Target target{image.id, image.width, image.height, {}, {}, {}};
   for (size_t annotation_index : image_annotations_[index]) {
     const CocoAnnotation& annotation = instances_.annotations[annotation_index];
     if (annotation.iscrowd || annotation.box.area() <= 0) continue;
     target.boxes.push_back(annotation.box);
     target.labels.push_back(labels_.at(annotation.category_id));
+    if (annotation.rotated) target.rotated_boxes.push_back(annotation.rotated_box);
   }
   return target;
 }
@@ -63,6 +64,7 @@ Sample CocoDataset::get(int64_t index) const {
                 target.height);
   sample.boxes = std::move(target.boxes);
   sample.labels = std::move(target.labels);
+  sample.rotated_boxes = std::move(target.rotated_boxes);
   sample.image_id = target.image_id;
   return sample;
 }

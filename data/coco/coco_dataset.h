@@ -5,6 +5,8 @@
 // looked for when the dataset is opened, so a missing file is reported at once with its image entry;
 // decoding happens in get(). A training sample leaves out crowd regions and zero-size boxes (they have no
 // extent to learn); the evaluators still see them through instances().
+// A rotated file (XYWHA bboxes, coco_format.h) makes a rotated dataset: samples carry rotated_boxes and, in
+// boxes, their bounding boxes (not clipped to the image, as the rotated boxes are not).
 #pragma once
 
 #include <string>
@@ -26,6 +28,7 @@ class CocoDataset : public Dataset {
   std::vector<std::string> class_names() const override;
   int64_t category_id(int64_t label) const override;
   std::string file_name(int64_t index) const override;
+  bool rotated() const override { return instances_.rotated; }
 
   int64_t label_of_category(int64_t category_id) const;
   const CocoInstances& instances() const { return instances_; }

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "data/coco/coco_bbox.h"
 #include "data/coco/coco_format.h"
 #include "data/coco/json_fields.h"
 
@@ -31,21 +32,6 @@ const Json& top_level_list(const Json& root, const char* key, const std::string&
   MINIDET_CHECK(root.at(key).is_array(), "coco: ", path, ": top-level field '", key, "' must be an array, got ",
                 root.at(key).type_name());
   return root.at(key);
-}
-
-Box read_bbox(const Entry& entry) {
-  const Json& bbox = entry.array("bbox");
-  MINIDET_CHECK(bbox.size() == 4, entry.where(), ": bbox must have 4 numbers [x, y, w, h], got ", bbox.dump());
-  double values[4];
-  for (int i = 0; i < 4; ++i) {
-    MINIDET_CHECK(bbox[i].is_number(), entry.where(), ": bbox must have 4 numbers [x, y, w, h], got ", bbox.dump());
-    values[i] = bbox[i].get<double>();
-  }
-  const Box box = Box::from_xywh(values[0], values[1], values[2], values[3]);
-  MINIDET_CHECK(is_finite(box), entry.where(), ": bbox is not finite: ", bbox.dump());
-  MINIDET_CHECK(values[2] >= 0 && values[3] >= 0, entry.where(), ": bbox has a negative width or height: ",
-                bbox.dump());
-  return box;
 }
 
 }  // namespace
@@ -87,6 +73,7 @@ CocoInstances read_coco_instances(const std::string& path) {
   }
 
   std::unordered_map<int64_t, size_t> annotation_index;
+  coco_detail::OneBoxKind box_kind;
   const Json& annotations = top_level_list(root, "annotations", path, false);
   for (size_t i = 0; i < annotations.size(); ++i) {
     Entry entry(annotations[i], "coco: " + entry_name("annotations", i, path));
@@ -105,19 +92,26 @@ CocoInstances read_coco_instances(const std::string& path) {
     annotation.iscrowd = entry.has("iscrowd") && entry.flag("iscrowd");
 
     const CocoImage& owner = instances.images[image->second];
-    const Box given = read_bbox(entry);
-    const Box clipped = clip_box(given, static_cast<double>(owner.width), static_cast<double>(owner.height));
+    const coco_detail::BoxField given = coco_detail::read_bbox(entry);
+    box_kind.check(given, entry, "annotations[" + std::to_string(i) + "] (id " + std::to_string(annotation.id) + ")");
+    const Box& box = given.box;  // of a rotated box, its bounds
+    const Box clipped = clip_box(box, static_cast<double>(owner.width), static_cast<double>(owner.height));
     // A zero-size box may sit on the border; a box of positive size must keep some of it after clipping.
-    const bool outside = given.x1 > owner.width || given.y1 > owner.height || given.x2 < 0 || given.y2 < 0 ||
-                         (given.area() > 0 && clipped.area() == 0);
-    MINIDET_CHECK(!outside, entry.where(), ": bbox ", given, " (x1, y1, x2, y2) lies outside its ", owner.width,
-                  "x", owner.height, " image ", owner.id);
-    if (clipped != given) ++instances.clipped_boxes;
-    annotation.box = clipped;
-    annotation.area = entry.has("area") ? entry.number("area") : clipped.area();
+    const bool outside = box.x1 > owner.width || box.y1 > owner.height || box.x2 < 0 || box.y2 < 0 ||
+                         (box.area() > 0 && clipped.area() == 0);
+    MINIDET_CHECK(!outside, entry.where(), ": bbox ", box, given.rotated ? " (the rotated box's bounds " : " (",
+                  "x1, y1, x2, y2) lies outside its ", owner.width, "x", owner.height, " image ", owner.id);
+    // Rotated boxes are kept as they are (coco_format.h): only an axis-aligned box is clipped.
+    annotation.box = given.rotated ? box : clipped;
+    if (annotation.box != box) ++instances.clipped_boxes;
+    annotation.rotated = given.rotated;
+    annotation.rotated_box = given.rotated_box;
+    annotation.area = entry.has("area") ? entry.number("area") : given.rotated ? given.rotated_box.area()
+                                                                               : annotation.box.area();
     MINIDET_CHECK(annotation.area >= 0, entry.where(), ": area is negative: ", annotation.area);
     instances.annotations.push_back(annotation);
   }
+  instances.rotated = box_kind.rotated();
   return instances;
 }
 
@@ -128,8 +122,9 @@ GroundTruth ground_truth_from_coco(const CocoInstances& instances) {
     truth.category_ids.push_back(category.id);
     truth.category_names.push_back(category.name);
   }
+  truth.rotated = instances.rotated;
   for (const CocoAnnotation& a : instances.annotations)
-    truth.objects.push_back({a.id, a.image_id, a.category_id, a.box, a.area, a.iscrowd});
+    truth.objects.push_back({a.id, a.image_id, a.category_id, a.box, a.area, a.iscrowd, a.rotated_box});
   return truth;
 }
 

@@ -1,7 +1,9 @@
-// Reading a COCO results file: a JSON array of {image_id, category_id, bbox, score}.
+// Reading a COCO results file: a JSON array of {image_id, category_id, bbox, score}, bbox axis-aligned or
+// rotated (coco_bbox.h), one kind per file.
 #include <unordered_set>
 
 #include "core/error.h"
+#include "data/coco/coco_bbox.h"
 #include "data/coco/coco_format.h"
 #include "data/coco/json_fields.h"
 
@@ -20,21 +22,18 @@ std::vector<Detection> read_coco_results(const std::string& json_path, const Coc
   }
   std::vector<Detection> detections;
   detections.reserve(root.size());
+  coco_detail::OneBoxKind box_kind;
   for (size_t i = 0; i < root.size(); ++i) {
     const Entry entry(root[i], "coco results: entry " + std::to_string(i) + " in " + json_path);
     Detection detection;
     detection.image_id = entry.integer("image_id");
     detection.category_id = entry.integer("category_id");
     detection.score = entry.number("score");
-    const Json& bbox = entry.array("bbox");
-    MINIDET_CHECK(bbox.size() == 4 && bbox[0].is_number() && bbox[1].is_number() && bbox[2].is_number() &&
-                      bbox[3].is_number(),
-                  entry.where(), ": bbox must have 4 numbers [x, y, w, h], got ", bbox.dump());
-    detection.box = Box::from_xywh(bbox[0].get<double>(), bbox[1].get<double>(), bbox[2].get<double>(),
-                                   bbox[3].get<double>());
-    MINIDET_CHECK(is_finite(detection.box), entry.where(), ": bbox is not finite: ", bbox.dump());
-    MINIDET_CHECK(detection.box.width() >= 0 && detection.box.height() >= 0, entry.where(),
-                  ": bbox has a negative width or height: ", bbox.dump());
+    const coco_detail::BoxField bbox = coco_detail::read_bbox(entry);
+    box_kind.check(bbox, entry, "entry " + std::to_string(i));
+    detection.box = bbox.box;
+    detection.rotated = bbox.rotated;
+    detection.rotated_box = bbox.rotated_box;
     if (ground_truth != nullptr) {
       MINIDET_CHECK(image_ids.count(detection.image_id) != 0, entry.where(), ": image_id ", detection.image_id,
                     " is not among the ground-truth images");

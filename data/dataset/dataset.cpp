@@ -9,7 +9,7 @@ namespace minidet::data {
 Target Dataset::target(int64_t index) const {
   Sample sample = get(index);
   return {sample.image_id, sample.image.width, sample.image.height, std::move(sample.boxes),
-          std::move(sample.labels)};
+          std::move(sample.labels), std::move(sample.rotated_boxes)};
 }
 
 std::string Dataset::file_name(int64_t index) const {
@@ -29,6 +29,14 @@ void check_sample(const Sample& sample, int64_t num_classes, const std::string& 
     MINIDET_CHECK(sample.labels[i] >= 1 && sample.labels[i] <= num_classes, where, ": label ",
                   sample.labels[i], " of box ", i, " is outside 1..", num_classes);
     MINIDET_CHECK(is_finite(sample.boxes[i]), where, ": box ", i, " is not finite: ", sample.boxes[i]);
+  }
+  if (sample.rotated_boxes.empty()) return;
+  MINIDET_CHECK(sample.rotated_boxes.size() == sample.labels.size(), where, ": ", sample.rotated_boxes.size(),
+                " rotated boxes but ", sample.labels.size(), " labels");
+  for (size_t i = 0; i < sample.rotated_boxes.size(); ++i) {
+    const RotatedBox& box = sample.rotated_boxes[i];
+    MINIDET_CHECK(is_finite(box) && box.w > 0 && box.h > 0, where, ": rotated box ", i,
+                  " must be finite with positive width and height, got ", box);
   }
 }
 

@@ -20,6 +20,8 @@ void check_eval_inputs(const GroundTruth& truth, const std::vector<Detection>& d
                   ": ground-truth object ", i, " (id ", object.id, ") refers to image ", object.image_id,
                   " and category ", object.category_id, ", which the ground truth does not list");
     MINIDET_CHECK(is_finite(object.box), evaluator, ": ground-truth object ", i, " has a non-finite box");
+    MINIDET_CHECK(!truth.rotated || is_finite(object.rotated_box), evaluator, ": ground-truth object ", i,
+                  " has a non-finite rotated box: ", object.rotated_box);
   }
   for (size_t i = 0; i < detections.size(); ++i) {
     const Detection& detection = detections[i];
@@ -29,6 +31,8 @@ void check_eval_inputs(const GroundTruth& truth, const std::vector<Detection>& d
                   detection.category_id, ", which is not among the ground-truth categories");
     MINIDET_CHECK(is_finite(detection.box) && std::isfinite(detection.score), evaluator, ": detection ", i,
                   " has a non-finite box or score");
+    MINIDET_CHECK(!detection.rotated || is_finite(detection.rotated_box), evaluator, ": detection ", i,
+                  " has a non-finite rotated box: ", detection.rotated_box);
   }
 }
 

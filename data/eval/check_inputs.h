@@ -1,5 +1,5 @@
 // Validation shared by the evaluators: every detection must refer to an image and a category of the
-// ground truth, with a finite box and score. Internal to data/eval.
+// ground truth, with a finite box and score (and a finite rotated box where it has one). Internal to data/eval.
 #pragma once
 
 #include <vector>

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "data/eval/check_inputs.h"
+#include "data/eval/overlap.h"
 
 namespace minidet::data {
 
@@ -85,8 +86,7 @@ ImageEval evaluate_image(const Cell& cell, const GroundTruth& truth, const std::
     }
   }
   for (size_t d = 0; d < num_detections; ++d) {
-    const Box& box = detections[cell.detections[d]].box;
-    if (!outside(box.width() * box.height())) continue;
+    if (!outside(eval_detail::Overlap::detection_area(detections[cell.detections[d]]))) continue;
     for (size_t t = 0; t < num_thresholds; ++t)
       if (!eval.matched[t * num_detections + d]) eval.ignored[t * num_detections + d] = 1;
   }
@@ -133,7 +133,9 @@ double CocoEvalResult::category_ap(size_t k) const {
 
 CocoEvalResult evaluate_coco(const GroundTruth& truth, const std::vector<Detection>& detections) {
   eval_detail::check_eval_inputs(truth, detections, "evaluate_coco");
+  const eval_detail::Overlap overlap(truth, detections);
   CocoEvalResult result;
+  result.rotated_iou = overlap.rotated();
   const CocoEvalParams& params = result.params;
   std::vector<int64_t> image_ids = truth.image_ids;
   std::sort(image_ids.begin(), image_ids.end());
@@ -165,11 +167,7 @@ CocoEvalResult evaluate_coco(const GroundTruth& truth, const std::vector<Detecti
                      [&](size_t a, size_t b) { return detections[a].score > detections[b].score; });
     if (cell.detections.size() > max_kept) cell.detections.resize(max_kept);
     for (size_t d : cell.detections)
-      for (size_t o : cell.objects) {
-        const GroundTruthObject& object = truth.objects[o];
-        cell.ious.push_back(object.iscrowd ? crowd_overlap(detections[d].box, object.box)
-                                           : box_iou(detections[d].box, object.box));
-      }
+      for (size_t o : cell.objects) cell.ious.push_back(overlap(detections[d], truth.objects[o]));
   }
 
   // Step 2, for every (category, area range, image).

@@ -6,11 +6,13 @@
 //
 // 1. Per image and category: detections sorted by score (stable) and cut to 100; IoU of every detection with
 //    every object, where a crowd object's "IoU" is crowd_overlap (intersection over the detection's area).
+//    Both are those of rotated boxes when the ground truth or a detection is rotated (eval_types.h,
+//    overlap.h), as detectron2's RotatedCOCOeval does; nothing else changes.
 // 2. Per image, category and area range: objects that are crowd or outside the range are "ignored" and
 //    sorted after the others (stably). At each IoU threshold t, each detection in score order takes the
 //    unmatched object with the highest IoU >= t (a crowd object can be taken many times); once it has a
 //    regular candidate it never switches to an ignored one. A detection matched to an ignored object is
-//    ignored, and so is an unmatched detection whose own box area is outside the range.
+//    ignored, and so is an unmatched detection whose own box area (w * h, rotated or not) is outside the range.
 // 3. Per category, area range and max-detections M: the first M detections of every image are pooled and
 //    sorted by score (stable; images in increasing id order). With the non-ignored objects counted as npig,
 //    precision(k) = TP(k) / (TP(k) + FP(k)) and recall(k) = TP(k) / npig; precision is made non-increasing
@@ -48,6 +50,7 @@ struct CocoEvalResult {
   std::vector<double> precision;
   std::vector<double> recall;
   std::array<double, 12> stats{};  // the summary, in the order of the header
+  bool rotated_iou = false;        // overlap was measured on rotated boxes
 
   double precision_at(size_t t, size_t r, size_t k, size_t a, size_t m) const;
   double recall_at(size_t t, size_t k, size_t a, size_t m) const;

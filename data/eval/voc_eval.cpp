@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "data/eval/check_inputs.h"
+#include "data/eval/overlap.h"
 
 namespace minidet::data {
 
@@ -42,7 +43,9 @@ double voc_average_precision(const std::vector<double>& recall, const std::vecto
 
 VocResult evaluate_voc(const GroundTruth& truth, const std::vector<Detection>& detections, const VocOptions& options) {
   eval_detail::check_eval_inputs(truth, detections, "evaluate_voc");
+  const eval_detail::Overlap overlap(truth, detections);
   VocResult result;
+  result.rotated_iou = overlap.rotated();
   double ap_sum = 0;
   int64_t classes_with_objects = 0;
   for (size_t k = 0; k < truth.category_ids.size(); ++k) {
@@ -73,11 +76,11 @@ VocResult evaluate_voc(const GroundTruth& truth, const std::vector<Detection>& d
       double best_iou = -1;
       bool covers_crowd = false;
       for (const GroundTruthObject* object : objects_in_image[detection->image_id]) {
+        const double iou = overlap(*detection, *object);  // for a crowd region: the part of the detection in it
         if (object->iscrowd) {
-          covers_crowd |= crowd_overlap(detection->box, object->box) > options.iou_threshold;
+          covers_crowd |= iou > options.iou_threshold;
           continue;
         }
-        const double iou = box_iou(detection->box, object->box);
         if (iou > best_iou) {
           best_iou = iou;
           best = object;
@@ -108,8 +111,8 @@ VocResult evaluate_voc(const GroundTruth& truth, const std::vector<Detection>& d
 std::string format_voc(const VocResult& result, const VocOptions& options) {
   std::string text;
   char line[256];
-  std::snprintf(line, sizeof(line), "VOC AP@%.2f (%s)\n", options.iou_threshold,
-                options.use_11_point ? "11-point" : "all-point");
+  std::snprintf(line, sizeof(line), "VOC AP@%.2f (%s%s)\n", options.iou_threshold,
+                options.use_11_point ? "11-point" : "all-point", result.rotated_iou ? ", rotated IoU" : "");
   text += line;
   std::snprintf(line, sizeof(line), "  %-20s %8s %10s %8s\n", "class", "objects", "detections", "AP");
   text += line;

@@ -13,6 +13,8 @@
 //                              over the recall steps: sum_k (r(k) - r(k-1)) * p̂(r(k))
 //   11-point AP (VOC 2007)     (1/11) sum_{t in 0, 0.1, ..., 1} max_{r(k) >= t} p(k)   (0 when no r(k) >= t)
 // A class without ground truth has no AP: it is reported as -1 and left out of the mAP.
+// IoU and crowd_overlap are those of rotated boxes when the ground truth or a detection is rotated
+// (eval_types.h, overlap.h); nothing else changes.
 #pragma once
 
 #include <string>
@@ -40,6 +42,7 @@ struct VocClassResult {
 struct VocResult {
   std::vector<VocClassResult> classes;  // in ground_truth.category_ids order
   double mean_average_precision = -1;   // over classes with ground truth; -1 when there are none
+  bool rotated_iou = false;             // overlap was measured on rotated boxes
 };
 
 VocResult evaluate_voc(const GroundTruth& ground_truth, const std::vector<Detection>& detections,

@@ -94,6 +94,24 @@ void draw_box(Image& image, const Box& box, Color color, int thickness) {
   fill_rect(image, right - thickness, top, right, bottom, color);
 }
 
+void draw_polygon(Image& image, const std::vector<double>& points, Color color, int thickness) {
+  for (double value : points)
+    if (!std::isfinite(value)) return;
+  // The pixel whose centre (c + 0.5) is nearest. llround needs a value that fits int64, hence the clamp;
+  // draw_line clips what lies outside the image.
+  const auto pixel = [](double v) { return std::llround(std::clamp(v - 0.5, -4e18, 4e18)); };
+  const size_t count = points.size() / 2;
+  for (size_t k = 0; k < count; ++k) {
+    const size_t next = (k + 1) % count;
+    draw_line(image, pixel(points[2 * k]), pixel(points[2 * k + 1]), pixel(points[2 * next]),
+              pixel(points[2 * next + 1]), color, thickness);
+  }
+}
+
+void draw_rotated_box(Image& image, const RotatedBox& box, Color color, int thickness) {
+  draw_polygon(image, box.corners(), color, thickness);
+}
+
 void draw_text(Image& image, int64_t x, int64_t y, const std::string& text, Color ink, int scale) {
   for (size_t i = 0; i < text.size(); ++i) {
     const auto& rows = glyph_rows(text[i]);
@@ -129,6 +147,17 @@ Color class_color(int64_t label) {
 namespace {
 
 Box scaled(const Box& box, int zoom) { return {box.x1 * zoom, box.y1 * zoom, box.x2 * zoom, box.y2 * zoom}; }
+RotatedBox scaled(const RotatedBox& box, int zoom) {
+  return {box.cx * zoom, box.cy * zoom, box.w * zoom, box.h * zoom, box.angle};
+}
+
+// The outline of entry i: its rotated box when the list has them, else its box.
+void draw_outline(Image& canvas, const LabelledBoxes& boxes, size_t i, int zoom, Color color, int thickness) {
+  if (boxes.rotated_boxes.empty())
+    draw_box(canvas, scaled(boxes.boxes[i], zoom), color, thickness);
+  else
+    draw_rotated_box(canvas, scaled(boxes.rotated_boxes[i], zoom), color, thickness);
+}
 
 std::string class_name(const std::vector<std::string>& class_names, int64_t label) {
   if (label >= 1 && label <= static_cast<int64_t>(class_names.size())) return class_names[label - 1];
@@ -156,6 +185,10 @@ Image draw_detections(const Image& image, const LabelledBoxes& ground_truth, con
                 "draw_detections: predictions need as many labels and scores as boxes, got ",
                 predictions.boxes.size(), " boxes, ", predictions.labels.size(), " labels, ",
                 predictions.scores.size(), " scores");
+  for (const LabelledBoxes* list : {&ground_truth, &predictions})
+    MINIDET_CHECK(list->rotated_boxes.empty() || list->rotated_boxes.size() == list->boxes.size(),
+                  "draw_detections: ", list == &ground_truth ? "ground truth" : "predictions", " has ",
+                  list->boxes.size(), " boxes but ", list->rotated_boxes.size(), " rotated boxes");
   int zoom = options.zoom;
   if (zoom <= 0) {
     const int64_t longer = std::max<int64_t>(1, std::max(image.width, image.height));
@@ -165,7 +198,7 @@ Image draw_detections(const Image& image, const LabelledBoxes& ground_truth, con
   const Color white{255, 255, 255};
   for (size_t i = 0; i < ground_truth.boxes.size(); ++i) {
     const Box box = scaled(ground_truth.boxes[i], zoom);
-    draw_box(canvas, box, white, 1);
+    draw_outline(canvas, ground_truth, i, zoom, white, 1);
     // Ground-truth tags hang below the box (inside it at the bottom edge), predictions' sit above it.
     auto top = static_cast<int64_t>(std::ceil(box.y2));
     if (top + kTagHeight > canvas.height) top -= kTagHeight;
@@ -176,7 +209,7 @@ Image draw_detections(const Image& image, const LabelledBoxes& ground_truth, con
     if (predictions.scores[i] < options.min_score) continue;
     const Box box = scaled(predictions.boxes[i], zoom);
     const Color color = class_color(predictions.labels[i]);
-    draw_box(canvas, box, color, options.thickness);
+    draw_outline(canvas, predictions, i, zoom, color, options.thickness);
     char score[16];
     std::snprintf(score, sizeof(score), " %.2f", predictions.scores[i]);
     auto top = static_cast<int64_t>(std::floor(box.y1)) - kTagHeight;

@@ -3,13 +3,15 @@
 // Primitives work in integer pixels and clip to the image, so a box partly (or wholly) outside is safe.
 // draw_detections is the picture the examples save: the image enlarged by an integer zoom (nearest
 // neighbour, so small 64x64 images stay readable), ground-truth boxes in white, each prediction in its
-// class's colour with a "name score" tag above it.
+// class's colour with a "name score" tag above it. Rotated boxes are drawn as their outlines: lines between
+// the four corners (draw_rotated_box).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "data/box/box.h"
+#include "data/box/rotated_box.h"
 #include "data/image/image.h"
 
 namespace minidet::data {
@@ -27,6 +29,12 @@ bool clip_segment(double& x1, double& y1, double& x2, double& y2, double x_min, 
 void draw_line(Image& image, int64_t x1, int64_t y1, int64_t x2, int64_t y2, Color color, int thickness = 1);
 // The outline of `box` (continuous coordinates), `thickness` pixels wide, drawn inside the box.
 void draw_box(Image& image, const Box& box, Color color, int thickness = 1);
+// The closed outline through points {x0, y0, x1, y1, ...} (continuous coordinates): a draw_line from each
+// point to the next and from the last back to the first. A point goes to the pixel whose centre is nearest
+// (pixel column c has its centre at c + 0.5). Non-finite points draw nothing.
+void draw_polygon(Image& image, const std::vector<double>& points, Color color, int thickness = 1);
+// The outline of a rotated box: draw_polygon over its four corners (data/box/rotated_box.h).
+void draw_rotated_box(Image& image, const RotatedBox& box, Color color, int thickness = 1);
 // Text with its top-left corner at (x, y); each font pixel becomes a scale x scale square.
 void draw_text(Image& image, int64_t x, int64_t y, const std::string& text, Color ink, int scale = 1);
 int64_t text_width(const std::string& text, int scale = 1);
@@ -36,9 +44,10 @@ Image zoom_image(const Image& image, int factor);
 Color class_color(int64_t label);
 
 struct LabelledBoxes {
-  std::vector<Box> boxes;
+  std::vector<Box> boxes;  // for rotated boxes, their bounding boxes: where the tags go
   std::vector<int64_t> labels;  // 1..C, indexes class_names[label - 1]
   std::vector<double> scores;   // empty for ground truth
+  std::vector<RotatedBox> rotated_boxes{};  // empty, or one per box: then drawn as rotated outlines
 };
 
 struct DrawOptions {

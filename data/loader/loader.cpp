@@ -107,6 +107,10 @@ Batch collate(const std::vector<Sample>& samples, const std::vector<int64_t>& in
     const int64_t objects = static_cast<int64_t>(sample.boxes.size());
     batch.boxes.push_back(from_vector<float>(corners, {objects, 4}));
     batch.labels.push_back(from_vector<int64_t>(sample.labels, {objects}));
+    std::vector<RotatedBox> rotated = sample.rotated_boxes;
+    if (rotated.empty())
+      for (const Box& box : sample.boxes) rotated.push_back(from_axis_aligned(box));
+    batch.rotated_boxes.push_back(rotated_boxes_tensor(rotated));
     batch.image_ids.push_back(sample.image_id);
     batch.image_sizes.push_back({sample.image.height, sample.image.width});
     batch.flipped.push_back(sample.flipped);
@@ -114,28 +118,34 @@ Batch collate(const std::vector<Sample>& samples, const std::vector<int64_t>& in
   return batch;
 }
 
-Batch to_device(const Batch& batch, const TensorOptions& image_options) {
+Batch to_device(const Batch& batch, const TensorOptions& image_options, TargetBoxes which) {
   const char* op = "data::to_device";
+  const bool rotated = which == TargetBoxes::kRotated;
+  const std::vector<Tensor>& source = rotated ? batch.rotated_boxes : batch.boxes;
+  const char* name = rotated ? "rotated_boxes" : "boxes";
+  const int64_t width = rotated ? 5 : 4;
   MINIDET_CHECK(batch.images.defined(), op, ": the batch has no images");
-  MINIDET_CHECK(batch.boxes.size() == batch.labels.size(), op, ": expected one labels tensor per boxes tensor, got ",
-                batch.labels.size(), " and ", batch.boxes.size());
+  MINIDET_CHECK(source.size() == batch.labels.size(), op, ": expected one labels tensor per ", name,
+                " tensor, got ", batch.labels.size(), " and ", source.size());
   Batch out = batch;
   out.images = batch.images.to(image_options);
-  if (batch.boxes.empty()) return out;
+  out.boxes = source;
+  out.rotated_boxes.clear();
+  if (source.empty()) return out;
   std::vector<Tensor> boxes, labels;
-  for (size_t n = 0; n < batch.boxes.size(); ++n) {
-    const Tensor &b = batch.boxes[n], &l = batch.labels[n];
-    MINIDET_CHECK(b.defined() && l.defined() && b.dim() == 2 && b.size(1) == 4 && l.dim() == 1 &&
+  for (size_t n = 0; n < source.size(); ++n) {
+    const Tensor &b = source[n], &l = batch.labels[n];
+    MINIDET_CHECK(b.defined() && l.defined() && b.dim() == 2 && b.size(1) == width && l.dim() == 1 &&
                       l.size(0) == b.size(0),
-                  op, ": expected boxes[", n, "] of shape (M, 4) and labels[", n, "] of shape (M)");
-    boxes.push_back(batch.boxes[n].detach().to(image_options.dtype));
+                  op, ": expected ", name, "[", n, "] of shape (M, ", width, ") and labels[", n, "] of shape (M)");
+    boxes.push_back(b.detach().to(image_options.dtype));
     labels.push_back(batch.labels[n]);
   }
   const Tensor all_boxes = cat(boxes, 0).to(image_options.device);
   const Tensor all_labels = cat(labels, 0).to(image_options.device);
   int64_t offset = 0;
-  for (size_t n = 0; n < batch.boxes.size(); ++n) {
-    const int64_t objects = batch.boxes[n].size(0);
+  for (size_t n = 0; n < source.size(); ++n) {
+    const int64_t objects = source[n].size(0);
     out.boxes[n] = all_boxes.narrow(0, offset, objects);
     out.labels[n] = all_labels.narrow(0, offset, objects);
     offset += objects;

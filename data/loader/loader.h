@@ -44,6 +44,10 @@ struct Batch {
                                  // the largest height and width in the batch
   std::vector<Tensor> boxes;     // per image, (N_i, 4) float32 (x1, y1, x2, y2)
   std::vector<Tensor> labels;    // per image, (N_i,) int64 in 1..C
+  // Per image, (N_i, 5) float32 (cx, cy, w, h, angle): the samples' rotated_boxes, or for a sample without
+  // them (an axis-aligned dataset) its boxes as rotated boxes at angle 0 (data/box/rotated_box.h,
+  // from_axis_aligned), the same regions. A rotated detector trains on these.
+  std::vector<Tensor> rotated_boxes;
   std::vector<int64_t> image_ids;
   std::vector<std::array<int64_t, 2>> image_sizes;  // per image (height, width) before padding
   std::vector<int64_t> indices;  // dataset indices, in batch order
@@ -98,7 +102,12 @@ Batch collate(const std::vector<Sample>& samples, const std::vector<int64_t>& in
 // every image's boxes to the images' dtype and device, labels to the device; image_sizes, image_ids, indices
 // and flipped copied. The targets travel as two copies, all boxes in one and all labels in the other, each
 // image's tensors being views (narrow) of them, instead of 2 x batch copies of a few bytes each (every copy
-// to a GPU is an API call and a staging copy). An image without objects gets (0, 4) and (0) views.
-Batch to_device(const Batch& batch, const TensorOptions& image_options);
+// to a GPU is an API call and a staging copy). An image without objects gets (0, D) and (0) views.
+// `boxes` picks which boxes travel: the axis-aligned ones (M, 4), or the rotated ones (M, 5), which then
+// take the place of `boxes` in the result (its rotated_boxes is left empty), so that a model reads its
+// targets from `boxes` whatever its box type.
+enum class TargetBoxes { kAxisAligned, kRotated };
+Batch to_device(const Batch& batch, const TensorOptions& image_options,
+                TargetBoxes boxes = TargetBoxes::kAxisAligned);
 
 }  // namespace minidet::data

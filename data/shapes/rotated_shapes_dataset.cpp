@@ -23,22 +23,6 @@ const char* rotated_shape_kind_name(RotatedShapeKind kind) {
   return "unknown";
 }
 
-std::vector<double> RotatedBox::corners() const {
-  const double cos_a = std::cos(angle), sin_a = std::sin(angle);
-  const double ux = w / 2 * cos_a, uy = -w / 2 * sin_a;  // half of the box's x axis
-  const double vx = h / 2 * sin_a, vy = h / 2 * cos_a;   // half of its y axis
-  return {cx - ux - vx, cy - uy - vy, cx + ux - vx, cy + uy - vy,
-          cx + ux + vx, cy + uy + vy, cx - ux + vx, cy - uy + vy};
-}
-
-Tensor rotated_boxes_tensor(const std::vector<RotatedBox>& boxes, const TensorOptions& options) {
-  std::vector<double> rows;
-  rows.reserve(boxes.size() * 5);
-  for (const RotatedBox& box : boxes)
-    for (double v : {box.cx, box.cy, box.w, box.h, box.angle}) rows.push_back(v);
-  return from_vector<double>(rows, {static_cast<int64_t>(boxes.size()), 5}).to(options);
-}
-
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
@@ -189,15 +173,27 @@ RotatedShapesLayout RotatedShapesDataset::layout(int64_t index) const {
   return layout;
 }
 
-RotatedSample RotatedShapesDataset::get(int64_t index) const {
+Target RotatedShapesDataset::target(int64_t index) const {
   const RotatedShapesLayout shapes = layout(index);
-  RotatedSample sample;
+  Target target{index + 1, options_.image_width, options_.image_height, {}, {}, {}};
+  for (const RotatedShapeObject& object : shapes.objects) {
+    target.boxes.push_back(bounding_box(object.box));
+    target.labels.push_back(object.label);
+    target.rotated_boxes.push_back(object.box);
+  }
+  return target;
+}
+
+Sample RotatedShapesDataset::get(int64_t index) const {
+  const RotatedShapesLayout shapes = layout(index);
+  Sample sample;
   sample.image_id = index + 1;
   sample.image = Image(options_.image_width, options_.image_height, shapes.background);
   for (const RotatedShapeObject& object : shapes.objects) {
     paint_mask(sample.image, object.mask, object.color);
-    sample.boxes.push_back(object.box);
+    sample.boxes.push_back(bounding_box(object.box));
     sample.labels.push_back(object.label);
+    sample.rotated_boxes.push_back(object.box);
   }
   add_uniform_noise(sample.image, options_.noise_amplitude, image_seed(index));
   return sample;

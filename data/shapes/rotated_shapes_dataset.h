@@ -2,11 +2,10 @@
 // and long thin bars (like lines of text), each with its exact rotated box, for training and testing a
 // rotated detector (RRPN-style, box_type = "rotated") without downloading anything.
 //
-// Rotated boxes are rows (cx, cy, w, h, a) in the convention of ops/box_iou_rotated/box_iou_rotated.h:
-// a in radians, counter-clockwise on screen (image y points down), the box's x axis along (cos a, -sin a),
-// corners (cx, cy) ± (w/2)(cos a, -sin a) ± (h/2)(sin a, cos a), and a in the normalised range
-// [-pi/2, pi/2) of models/box_coder/rotated_box_coder.h. The angle is drawn inside that range directly
-// (data/ may not include models/, where normalize_angle lives). The boxes are written long edge first,
+// Rotated boxes are data::RotatedBox (data/box/rotated_box.h): (cx, cy, w, h, a), a in radians,
+// counter-clockwise on screen (image y points down), the box's x axis along (cos a, -sin a), corners
+// (cx, cy) ± (w/2)(cos a, -sin a) ± (h/2)(sin a, cos a), a in the normalised range [-pi/2, pi/2) (drawn
+// inside it directly). The boxes are written long edge first,
 // w >= h, so each shape has exactly one box (a rectangle of w x h at a is also h x w at a ± pi/2; this
 // dataset never writes the second form). Labels: 1 = rectangle, 2 = ellipse, 3 = bar.
 //   rectangle  the box itself, long side / short side in [1, max_aspect];
@@ -34,25 +33,17 @@
 // The box is the shape's geometric box, not the tight box of its pixels: a pixel is painted when its centre
 // lies inside the shape (rasterize.h), so every painted pixel centre of a rectangle or bar is inside its box.
 //
-// Why not a Dataset (data/dataset/dataset.h): Sample and Batch carry (M, 4) axis-aligned boxes, collate
-// stacks exactly those and horizontal_flip mirrors exactly those. Rather than widen them now (the loader is
-// shared by every run), this dataset stands beside them with its own get() returning a RotatedSample: the
-// image, the (M, 5) rotated boxes (RotatedBox rows; rotated_boxes_tensor makes the tensor) and the labels.
-// What the loader needs next, to load it through the same DataLoader: Sample gains a
-// std::vector<RotatedBox> rotated_boxes (empty for axis-aligned datasets) and RotatedBox moves to
-// data/box/; check_sample checks them (count = labels, finite, w, h > 0); collate and to_device carry them
-// as Batch::rotated_boxes, per image (M_i, 5) float32, as they carry boxes; horizontal_flip maps
-// (cx, cy, w, h, a) to (W - cx, cy, w, h, -a) normalised (-(-pi/2) = pi/2 must wrap back to -pi/2, so
-// data/ needs the scalar normalize_angle, which lives in models/box_coder: moving it to ops/ would serve
-// both); then this class derives from Dataset, with get() filling boxes with each rotated box's axis-aligned
-// hull (for the existing evaluators and COCO export) and rotated_boxes with the exact boxes.
+// A Dataset (data/dataset/dataset.h) like any other: get(i).rotated_boxes holds the exact boxes, get(i).boxes
+// their axis-aligned bounding boxes, so the loader, the axis-aligned evaluators and the COCO export read it
+// as they read ShapesDataset, and a rotated detector reads the rotated boxes (data::Batch::rotated_boxes).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "data/box/rotated_box.h"
+#include "data/dataset/dataset.h"
 #include "data/image/image.h"
 #include "data/shapes/rasterize.h"
 #include "data/shapes/shapes_dataset.h"  // Split
@@ -62,23 +53,6 @@ namespace minidet::data {
 enum class RotatedShapeKind { kRectangle = 1, kEllipse = 2, kBar = 3 };
 constexpr int kNumRotatedShapeKinds = 3;
 const char* rotated_shape_kind_name(RotatedShapeKind kind);
-
-// A rotated box (cx, cy, w, h, a), see above.
-struct RotatedBox {
-  double cx = 0, cy = 0, w = 0, h = 0, angle = 0;
-
-  double area() const { return w * h; }
-  // The four corners in the order of ops/box_iou_rotated (counter-clockwise on screen): c - u - v, c + u - v,
-  // c + u + v, c - u + v, with u = (w/2)(cos a, -sin a) and v = (h/2)(sin a, cos a); as {x0, y0, x1, y1, ...}.
-  std::vector<double> corners() const;
-  bool operator==(const RotatedBox& other) const {
-    return cx == other.cx && cy == other.cy && w == other.w && h == other.h && angle == other.angle;
-  }
-  bool operator!=(const RotatedBox& other) const { return !(*this == other); }
-};
-
-// (M, 5) rows (cx, cy, w, h, a), float32 by default: the form box_iou_rotated and a rotated detector read.
-Tensor rotated_boxes_tensor(const std::vector<RotatedBox>& boxes, const TensorOptions& options = {});
 
 struct RotatedShapesOptions {
   int64_t image_width = 64;   // at least 16
@@ -115,27 +89,18 @@ struct RotatedShapesLayout {
   std::vector<RotatedShapeObject> objects;  // in painting order: larger boxes first
 };
 
-// One image with its objects: boxes (M, 5) as rows, labels 1..3 (one per box).
-struct RotatedSample {
-  Image image;
-  std::vector<RotatedBox> boxes;
-  std::vector<int64_t> labels;
-  int64_t image_id = 0;  // index + 1, as ShapesDataset
-
-  Tensor boxes_tensor(const TensorOptions& options = {}) const { return rotated_boxes_tensor(boxes, options); }
-};
-
-class RotatedShapesDataset {
+class RotatedShapesDataset final : public Dataset {
  public:
   static constexpr int kPlacementAttempts = 30;
 
   explicit RotatedShapesDataset(Split split, RotatedShapesOptions options = {});
 
-  int64_t size() const;
+  int64_t size() const override;
   // Thread-safe (const, no shared state), like Dataset::get.
-  RotatedSample get(int64_t index) const;
-  std::vector<std::string> class_names() const;
-  int64_t num_classes() const { return options_.num_classes; }
+  Sample get(int64_t index) const override;
+  Target target(int64_t index) const override;  // no painting, no noise
+  std::vector<std::string> class_names() const override;
+  bool rotated() const override { return true; }
 
   // The objects of image `index` with their masks, as get() paints them.
   RotatedShapesLayout layout(int64_t index) const;

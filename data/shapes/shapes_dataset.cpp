@@ -92,7 +92,7 @@ ShapesLayout ShapesDataset::layout(int64_t index) const {
 
 Target ShapesDataset::target(int64_t index) const {
   const ShapesLayout shapes = layout(index);
-  Target target{index + 1, options_.image_width, options_.image_height, {}, {}};
+  Target target{index + 1, options_.image_width, options_.image_height, {}, {}, {}};
   for (const ShapeObject& object : shapes.objects) {
     target.boxes.push_back(object.box);
     target.labels.push_back(object.label);

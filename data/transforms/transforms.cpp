@@ -17,6 +17,11 @@ Sample horizontal_flip(Sample sample) {
     }
   const double width = static_cast<double>(image.width);
   for (Box& box : sample.boxes) box = {width - box.x2, box.y1, width - box.x1, box.y2};
+  // A mirror turns the other way: the x axis (cos a, -sin a) becomes (-cos a, -sin a), the same line as
+  // (cos(-a), -sin(-a)) reversed, so the angle flips sign (normalised back into the range: -(-pi/2) = pi/2
+  // wraps to -pi/2).
+  for (RotatedBox& box : sample.rotated_boxes)
+    box = RotatedBox{width - box.cx, box.cy, box.w, box.h, -box.angle}.normalized();
   sample.flipped = !sample.flipped;  // a second flip restores the dataset's image
   return sample;
 }
@@ -47,6 +52,14 @@ Sample resize(Sample sample, int64_t width, int64_t height) {
   MINIDET_CHECK(width > 0 && height > 0, "resize: target size must be positive, got ", width, "x", height);
   const Image& source = sample.image;
   MINIDET_CHECK(!source.empty(), "resize: cannot resize an empty image");
+  const double scale_x = static_cast<double>(width) / static_cast<double>(source.width);
+  const double scale_y = static_cast<double>(height) / static_cast<double>(source.height);
+  // A rotated rectangle stays one only under a uniform scale (a stretch along x skews a turned box into a
+  // parallelogram), so rotated boxes need the aspect kept.
+  MINIDET_CHECK(sample.rotated_boxes.empty() || std::abs(scale_x - scale_y) <= 1e-12 * std::max(scale_x, scale_y),
+                "resize: a sample with rotated boxes must keep its aspect ratio (", source.width, "x", source.height,
+                " to ", width, "x", height, " scales x by ", scale_x, " and y by ", scale_y,
+                "); a rotated box under a non-uniform scale is no longer a rectangle");
   const std::vector<Tap> column_taps = bilinear_taps(source.width, width);
   const std::vector<Tap> row_taps = bilinear_taps(source.height, height);
   Image resized(width, height);
@@ -64,9 +77,9 @@ Sample resize(Sample sample, int64_t width, int64_t height) {
       }
     }
   }
-  const double scale_x = static_cast<double>(width) / static_cast<double>(source.width);
-  const double scale_y = static_cast<double>(height) / static_cast<double>(source.height);
   for (Box& box : sample.boxes) box = {box.x1 * scale_x, box.y1 * scale_y, box.x2 * scale_x, box.y2 * scale_y};
+  for (RotatedBox& box : sample.rotated_boxes)
+    box = {box.cx * scale_x, box.cy * scale_x, box.w * scale_x, box.h * scale_x, box.angle};
   sample.image = std::move(resized);
   return sample;
 }

@@ -2,9 +2,12 @@
 //
 //   horizontal_flip   pixel column x moves to W - 1 - x; a box (x1, y1, x2, y2) becomes (W - x2, y1, W - x1, y2)
 //                     (continuous coordinates, so flipping twice gives the same box back exactly); it
-//                     toggles Sample::flipped, so the loader can report which images were mirrored
+//                     toggles Sample::flipped, so the loader can report which images were mirrored; a
+//                     rotated box (cx, cy, w, h, a) becomes (W - cx, cy, w, h, -a), the angle normalised
+//                     into [-pi/2, pi/2)
 //   resize            bilinear, sampling the source at ((x + 0.5) * W / W' - 0.5, ...), the half-pixel
-//                     convention of torchvision and OpenCV; boxes scale by (W' / W, H' / H)
+//                     convention of torchvision and OpenCV; boxes scale by (W' / W, H' / H); rotated boxes
+//                     need W' / W = H' / H (a stretched rotated rectangle is no rectangle) and keep their angle
 //   normalize         (image - mean[c]) / stddev[c] per channel of a (3, H, W) or (N, 3, H, W) float tensor
 //
 // A Transform is what the loader applies to each sample; random ones draw from the Generator the loader

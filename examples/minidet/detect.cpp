@@ -71,11 +71,12 @@ int run_detect(const DetectArgs& args) {
     check_inference_memory(model->config().backbone, device, 1, height, width,
                            "detect: " + args.images[i] + (args.resize > 0 ? " resized to " : " at ") + size,
                            args.resize > 0 ? "use a smaller --resize" : "scale it down with --resize");
-    data::Sample sample{image, {}, {}, image_id};
+    data::Sample sample{image, {}, {}, {}, image_id};
     if (args.resize > 0)
       sample = data::resize(std::move(sample), static_cast<int64_t>(width), static_cast<int64_t>(height));
     const Tensor input = data::image_to_tensor(sample.image).view({1, 3, sample.image.height, sample.image.width});
     const models::Detections found = model->forward_infer(input.to(device)).at(0);
+    const int64_t columns = found.boxes.size(1);  // 4, or 5 for a rotated detector (cx, cy, w, h, angle)
     const std::vector<float> boxes = found.boxes.to(Device::cpu()).to(kFloat32).to_vector<float>();
     const std::vector<float> scores = found.scores.to(Device::cpu()).to(kFloat32).to_vector<float>();
     const std::vector<int64_t> labels = found.labels.to(Device::cpu()).to_vector<int64_t>();
@@ -85,12 +86,19 @@ int run_detect(const DetectArgs& args) {
       // Boxes back to the file's pixels: the resize scaled both axes by (almost exactly) the same factor.
       const double sx = static_cast<double>(image.width) / sample.image.width;
       const double sy = static_cast<double>(image.height) / sample.image.height;
-      const data::Box box{boxes[4 * d] * sx, boxes[4 * d + 1] * sy, boxes[4 * d + 2] * sx, boxes[4 * d + 3] * sy};
+      const float* b = &boxes[columns * d];
       const int64_t label = labels[d];
       const int64_t category = label - 1 < static_cast<int64_t>(config.category_ids.size())
                                    ? config.category_ids[label - 1] : label;
-      all.push_back({image_id, category, box, scores[d]});
-      drawn.boxes.push_back(box);
+      if (columns == 5) {  // sides scale by the mean factor: sx and sy differ by rounding only
+        const double s = (sx + sy) / 2;
+        const data::RotatedBox rotated{b[0] * sx, b[1] * sy, b[2] * s, b[3] * s, b[4]};
+        all.push_back(data::rotated_detection(image_id, category, rotated, scores[d]));
+        drawn.rotated_boxes.push_back(rotated);
+      } else {
+        all.push_back({image_id, category, data::Box{b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy}, scores[d]});
+      }
+      drawn.boxes.push_back(all.back().box);
       drawn.labels.push_back(label);
       drawn.scores.push_back(scores[d]);
     }

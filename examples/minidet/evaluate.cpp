@@ -4,7 +4,8 @@
 //     rebuilds the detector from a checkpoint alone (its embedded config), runs it over the validation data
 //     (the run's own by default: the synthetic held-out split, or its COCO validation files) and prints the
 //     VOC table and the COCO summary; the detections go to a COCO results file that the --results form or
-//     pycocotools can score again.
+//     pycocotools can score again (a rotated detector's as detectron2's XYWHA boxes, scored with rotated
+//     IoU, engine/evaluation.h).
 //   minidet eval --gt GT.json --results RES.json [--voc] [--per-category] [--json] [--draw DIR ...]
 //     scores a COCO results file that already exists, with no model (score_results.cpp).
 //

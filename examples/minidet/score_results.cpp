@@ -10,6 +10,10 @@
 //   --draw DIR             pictures of the first --draw-count images: ground truth in white, detections from
 //                          --min-score in class colours
 //
+// Rotated files (detectron2's XYWHA bbox [cx, cy, w, h, angle in degrees], data/coco/coco_format.h) are
+// scored with rotated IoU, as detectron2's RotatedCOCOeval does: a rotated ground-truth file, or rotated
+// results against an axis-aligned one (its boxes then at angle 0); a line before the summary says so.
+//
 //   minidet eval --gt /tmp/shapes/test.json --results /tmp/shapes/fake_results.json --voc --json
 //   minidet eval --gt gt.json --results res.json --draw /tmp/drawn --images /tmp/shapes/test --draw-count 8
 //
@@ -48,6 +52,9 @@ int score_results(const EvalArgs& args) {
     std::printf("note: %lld ground-truth boxes were clipped to their images\n",
                 static_cast<long long>(instances.clipped_boxes));
   const data::CocoEvalResult coco = data::evaluate_coco(truth, detections);
+  if (coco.rotated_iou)
+    std::printf("rotated boxes (%s): overlap is rotated IoU\n",
+                truth.rotated ? "the ground truth's XYWHA bboxes" : "the results' XYWHA bboxes");
   std::printf("%s", data::format_coco_summary(coco).c_str());
   if (args.per_category) std::printf("%s", data::format_coco_per_category(coco).c_str());
   if (args.voc || args.voc_11_point) {

@@ -13,11 +13,15 @@ namespace minidet::models {
 
 void check_proposal_list(const char* op, const std::vector<Tensor>& proposals) {
   MINIDET_CHECK(!proposals.empty(), op, ": expected one proposals tensor per image, got none");
+  // Axis-aligned (4 columns) or rotated (5), as proposals[0] says; every image the same.
+  const Tensor& first = proposals[0];
+  const int64_t width = first.defined() && first.dim() == 2 && first.size(1) == 5 ? 5 : 4;
   for (size_t n = 0; n < proposals.size(); ++n) {
     const Tensor& p = proposals[n];
     MINIDET_CHECK(p.defined(), op, ": proposals[", n, "] is undefined");
     ops::check_floating(op, p, "proposals");
-    MINIDET_CHECK(p.dim() == 2 && p.size(1) == 4, op, ": expected proposals[", n, "] of shape (P, 4), got ", p.sizes());
+    MINIDET_CHECK(p.dim() == 2 && p.size(1) == width, op, ": expected proposals[", n, "] of shape (P, ", width,
+                  "), got ", p.sizes());
     ops::check_same_dtype(op, p, "proposals", proposals[0], "proposals[0]");
     ops::check_same_device(op, p, "proposals", proposals[0], "proposals[0]");
   }
@@ -35,7 +39,7 @@ PaddedProposals pad_proposals(const std::vector<Tensor>& proposals) {
   NoGradGuard no_grad;  // the table is detached, as the RPN's
   const int64_t images = static_cast<int64_t>(proposals.size());
   PaddedProposals out;
-  out.boxes = zeros({images, widest, 4}, proposals[0].options());
+  out.boxes = zeros({images, widest, proposals[0].size(1)}, proposals[0].options());
   for (int64_t n = 0; n < images; ++n)
     if (counts[n] > 0) out.boxes.select(0, n).narrow(0, 0, counts[n]).copy_(proposals[n].detach());
   out.counts = from_vector<int64_t>(counts).to(proposals[0].device());

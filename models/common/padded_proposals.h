@@ -1,15 +1,16 @@
 // PaddedProposals: every image's proposals in one fixed-size table, for a training step without a host
 // synchronisation (RPN::forward_train's rpn_proposals_padded -> RoIHeads::forward_train's sample_rois_padded).
 //
-//   boxes   (N, P, 4)  image n's proposals are rows 0..counts[n]-1 of boxes[n], in decreasing score order;
+//   boxes   (N, P, D)  image n's proposals are rows 0..counts[n]-1 of boxes[n], in decreasing score order;
 //                      the rows after them are boxes that are not proposals (never used as such)
 //   counts  (N) int64  on the boxes' device: never copied to the host
+// D = 4 for axis-aligned boxes (x1, y1, x2, y2), 5 for rotated ones (cx, cy, w, h, angle).
 //
 // P is fixed by the options (min(post_nms_top_n, pre_nms_top_n, anchors)), so every shape of the step is
 // known without looking at the data; per-image std::vector<Tensor> proposals need their sizes on the host,
 // one device-to-host copy per step.
 //
-// pad_proposals builds the table from per-image proposals (P_n, 4), for tests and walkthroughs that start
+// pad_proposals builds the table from per-image proposals (P_n, D), for tests and walkthroughs that start
 // from lists: P = max_n P_n, the rows past each image's count are zeros. It knows the counts on the host, so
 // it costs one host-to-device copy of them (no device-to-host copy).
 #pragma once
@@ -21,16 +22,16 @@
 namespace minidet::models {
 
 struct PaddedProposals {
-  Tensor boxes;   // (N, P, 4), detached
+  Tensor boxes;   // (N, P, D), detached
   Tensor counts;  // (N) int64
 };
 
-// proposals[n] (P_n, 4), all of one floating dtype and one device, at least one image (N = 0 would leave
-// the dtype and device unknown). Returns boxes (N, max P_n, 4), detached, and counts (N) on that device.
+// proposals[n] (P_n, D), all of one floating dtype and one device, at least one image (N = 0 would leave
+// the dtype and device unknown). Returns boxes (N, max P_n, D), detached, and counts (N) on that device.
 PaddedProposals pad_proposals(const std::vector<Tensor>& proposals);
 
 // Throws, naming `op`, unless there is at least one image and every proposals[n] is defined, floating,
-// (P_n, 4), with proposals[0]'s dtype and device: the checks of every entry point that takes per-image
+// (P_n, D), with proposals[0]'s dtype, device and D (4 or 5): the checks of every entry point that takes per-image
 // proposals (pad_proposals, the RoI heads' inference and sampling).
 void check_proposal_list(const char* op, const std::vector<Tensor>& proposals);
 

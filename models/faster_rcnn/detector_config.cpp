@@ -68,6 +68,12 @@ void DetectorConfig::validate() const {
   need(unit(l.positive_fraction), "rpn.positive_fraction", "in [0, 1]", l.positive_fraction);
   need(positive(l.smooth_l1_beta), "rpn.smooth_l1_beta", "positive", l.smooth_l1_beta);
   for (double w : l.box_coder_weights) need(positive(w), "rpn.box_coder_weights", "positive", w);
+  need(positive(l.box_coder_angle_weight), "rpn.box_coder_angle_weight", "positive", l.box_coder_angle_weight);
+  if (box_type == BoxType::kRotated) {
+    need(!rpn.anchor_angles_degrees.empty(), "rpn.anchor_angles_degrees",
+         "a non-empty list for rotated boxes (a rotated detector needs anchors at some angle)", "[]");
+    for (double a : rpn.anchor_angles_degrees) need(std::isfinite(a), "rpn.anchor_angles_degrees", "finite", a);
+  }
   check_proposal_options("DetectorConfig: rpn.train", rpn.train_proposals);
   check_proposal_options("DetectorConfig: rpn.test", rpn.test_proposals);
 
@@ -77,6 +83,7 @@ void DetectorConfig::validate() const {
        "in [0, roi_heads.fg_iou_threshold]", h.bg_iou_threshold);
   need(unit(h.nms_threshold), "roi_heads.nms_threshold", "in [0, 1]", h.nms_threshold);
   for (double w : h.box_coder_weights) need(positive(w), "roi_heads.box_coder_weights", "positive", w);
+  need(positive(h.box_coder_angle_weight), "roi_heads.box_coder_angle_weight", "positive", h.box_coder_angle_weight);
   detail::check_options("DetectorConfig: roi_heads", resolved().roi_heads);
 }
 
@@ -88,6 +95,9 @@ DetectorConfig DetectorConfig::resolved() const {
   c.rpn.in_channels = c.roi_heads.in_channels = channels;
   c.rpn.feature_stride = c.roi_heads.feature_stride = stride;
   c.roi_heads.num_classes = c.num_classes;
+  c.rpn.box_type = c.roi_heads.box_type = c.box_type;
+  c.rpn.loss.rotated_offsets = c.rpn.train_proposals.rotated_offsets = c.rpn.test_proposals.rotated_offsets =
+      c.roi_heads.rotated_offsets = c.rotated_offsets;
   return c;
 }
 
@@ -106,12 +116,14 @@ void DetectorConfig::visit_keys(ConfigVisitor& v) {
     v.field("widths", b.widths);
   });
   v.field("box_tolerance", box_tolerance);
+  v.choice("box_type", box_type, {{"axis_aligned", BoxType::kAxisAligned}, {"rotated", BoxType::kRotated}});
   v.field("num_classes", num_classes);
   v.object("roi_heads", [&] {
     RoIHeadsOptions& h = roi_heads;
     v.field("aligned", h.aligned);
     v.field("batch_size_per_image", h.batch_size_per_image);
     v.field("bg_iou_threshold", h.bg_iou_threshold);
+    v.field("box_coder_angle_weight", h.box_coder_angle_weight);
     v.field("box_coder_weights", h.box_coder_weights);
     v.field("detections_per_image", h.detections_per_image);
     v.field("fg_iou_threshold", h.fg_iou_threshold);
@@ -124,12 +136,15 @@ void DetectorConfig::visit_keys(ConfigVisitor& v) {
     v.field("score_threshold", h.score_threshold);
     v.field("smooth_l1_beta", h.smooth_l1_beta);
   });
+  v.choice("rotated_offsets", rotated_offsets, {{"box", OffsetFrame::kBox}, {"image", OffsetFrame::kImage}});
   v.object("rpn", [&] {
     RPNOptions& r = rpn;
+    v.field("anchor_angles_degrees", r.anchor_angles_degrees);
     v.field("anchor_sizes", r.anchor_sizes);
     v.field("aspect_ratios", r.aspect_ratios);
     v.field("batch_size_per_image", r.loss.batch_size_per_image);
     v.field("bg_iou_threshold", r.loss.bg_iou_threshold);
+    v.field("box_coder_angle_weight", r.loss.box_coder_angle_weight);
     v.field("box_coder_weights", r.loss.box_coder_weights);
     v.field("fg_iou_threshold", r.loss.fg_iou_threshold);
     v.field("positive_fraction", r.loss.positive_fraction);

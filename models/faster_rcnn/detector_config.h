@@ -6,22 +6,25 @@
 //   rpn        RPNOptions        (models/rpn/rpn.h)              anchors {16,32,64} x {0.5,1,2}, 256 at 0.5
 //   roi_heads  RoIHeadsOptions   (models/roi_heads/roi_heads.h)  RoIAlign 7x7, 128 RoIs at 0.25, NMS 0.5
 // Fields that follow from others are not in the JSON and are filled in by resolved(): the RPN's and the RoI
-// heads' in_channels and feature_stride (from the backbone), roi_heads.num_classes (from num_classes).
+// heads' in_channels and feature_stride (from the backbone), roi_heads.num_classes (from num_classes), and
+// the RPN's and RoI heads' box_type (from box_type). The angle keys matter only for rotated boxes.
 //
 // JSON: one object with the keys below, every key optional (a missing key keeps its default). A key the
 // config does not know is refused by its dotted name ("unknown key 'rpn.anchor_size'"), and so is a value of
 // the wrong type, so a typo never silently trains the default. visit_keys lists the keys once for the shared
 // reader, writer and --set of core/config_visitor.h:
-//   { "num_classes": 3, "box_tolerance": 0.5,
+//   { "num_classes": 3, "box_tolerance": 0.5, "box_type": "axis_aligned" | "rotated",
+//     "rotated_offsets": "image" | "box",
 //     "backbone":  { "in_channels", "stem_channels", "widths", "blocks", "strides",
 //                    "norm": "batch_norm" | "frozen_batch_norm", "deformable_last_stage", "modulated_deformable" },
-//     "rpn":       { "anchor_sizes", "aspect_ratios", "fg_iou_threshold", "bg_iou_threshold",
-//                    "batch_size_per_image", "positive_fraction", "smooth_l1_beta", "box_coder_weights",
+//     "rpn":       { "anchor_sizes", "aspect_ratios", "anchor_angles_degrees", "fg_iou_threshold",
+//                    "bg_iou_threshold", "batch_size_per_image", "positive_fraction", "smooth_l1_beta",
+//                    "box_coder_weights", "box_coder_angle_weight",
 //                    "train": { "pre_nms_top_n", "post_nms_top_n", "nms_threshold", "min_size", "score_threshold" },
 //                    "test":  { same keys } },
 //     "roi_heads": { "pooled_size", "sampling_ratio", "aligned", "representation_size", "fg_iou_threshold",
 //                    "bg_iou_threshold", "batch_size_per_image", "positive_fraction", "box_coder_weights",
-//                    "smooth_l1_beta", "score_threshold", "nms_threshold", "min_size", "detections_per_image" } }
+//                    "box_coder_angle_weight", "smooth_l1_beta", "score_threshold", "nms_threshold", "min_size", "detections_per_image" } }
 // to_json() writes every key (in alphabetical order), so a run folder's config.json shows the whole model.
 #pragma once
 
@@ -37,6 +40,11 @@ namespace minidet::models {
 struct DetectorConfig {
   int64_t num_classes = 3;      // C object classes, labels 1..C (0 is background)
   double box_tolerance = 0.5;   // how far (pixels) a ground-truth box may reach outside its image
+  BoxType box_type = BoxType::kAxisAligned;  // rotated: the RRPN-style detector (faster_rcnn.h)
+  // Rotated boxes: the axes the centre offsets are measured along, the image's ("image", RRPN and
+  // detectron2) or the box's own ("box", RoI Transformer and Oriented R-CNN); models/box_coder/rotated_box_coder.h.
+  // On the rotated shapes the two learn alike (docs/rotated.md), so the default is RRPN's.
+  OffsetFrame rotated_offsets = OffsetFrame::kImage;
   BackboneOptions backbone;
   RPNOptions rpn;
   RoIHeadsOptions roi_heads;

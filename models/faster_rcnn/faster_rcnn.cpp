@@ -17,16 +17,17 @@ namespace minidet::models {
 namespace {
 
 // Shapes and dtypes of one boxes and one labels tensor per image (no values: see check_target_values).
-void check_target_shapes(const char* op, int64_t images, const std::vector<Tensor>& boxes,
+void check_target_shapes(const char* op, BoxType type, int64_t images, const std::vector<Tensor>& boxes,
                          const std::vector<Tensor>& labels) {
+  const int64_t d = box_dim(type);
   MINIDET_CHECK(static_cast<int64_t>(boxes.size()) == images && static_cast<int64_t>(labels.size()) == images, op,
                 ": expected one boxes and one labels tensor per image (", images, "), got ", boxes.size(), " and ",
                 labels.size());
   for (int64_t n = 0; n < images; ++n) {
     const Tensor &b = boxes[n], &l = labels[n];
     MINIDET_CHECK(b.defined() && l.defined(), op, ": boxes[", n, "] or labels[", n, "] is undefined");
-    MINIDET_CHECK(b.dim() == 2 && b.size(1) == 4, op, ": expected boxes[", n, "] of shape (M, 4) (x1, y1, x2, y2), got ",
-                  b.sizes());
+    MINIDET_CHECK(b.dim() == 2 && b.size(1) == d, op, ": expected boxes[", n, "] of shape (M, ", d, ") ",
+                  box_layout(type), ", got ", b.sizes());
     MINIDET_CHECK(is_floating(b.dtype()), op, ": expected floating boxes[", n, "], got ", b.dtype());
     MINIDET_CHECK(l.dim() == 1 && l.size(0) == b.size(0), op, ": expected labels[", n, "] of shape (", b.size(0),
                   ") (one per box), got ", l.sizes());
@@ -34,10 +35,14 @@ void check_target_shapes(const char* op, int64_t images, const std::vector<Tenso
   }
 }
 
-// Every box finite, x1 < x2, y1 < y2, inside its image up to `tolerance`; every label in 1..C. All values
-// reach the host in one table (sum M, 5) = [boxes, label], a single copy when they live on the GPU.
-void check_target_values(const char* op, const std::vector<Tensor>& boxes, const std::vector<Tensor>& labels,
-                         const ImageSizes& sizes, int64_t num_classes, double tolerance) {
+// Every box finite, x1 < x2, y1 < y2, inside its image up to `tolerance` (rotated: w > 0, h > 0, the centre
+// inside the image up to `tolerance`; a turned box may reach past the border, as an object cut by it does);
+// every label in 1..C. All values reach the host in one table (sum M, D + 1) = [boxes, label], a single copy
+// when they live on the GPU.
+void check_target_values(const char* op, BoxType type, const std::vector<Tensor>& boxes,
+                         const std::vector<Tensor>& labels, const ImageSizes& sizes, int64_t num_classes,
+                         double tolerance) {
+  const int64_t d = box_dim(type);
   NoGradGuard no_grad;
   std::vector<Tensor> rows;
   for (size_t n = 0; n < boxes.size(); ++n)
@@ -49,19 +54,30 @@ void check_target_values(const char* op, const std::vector<Tensor>& boxes, const
   for (size_t n = 0; n < boxes.size(); ++n) {
     const double height = static_cast<double>(sizes[n][0]), width = static_cast<double>(sizes[n][1]);
     for (int64_t m = 0; m < boxes[n].size(0); ++m, ++row) {
-      const double* v = &host[5 * row];
+      const double* v = &host[(d + 1) * row];
       std::ostringstream box;
-      box << "box " << m << " of image " << n << " (" << v[0] << ", " << v[1] << ", " << v[2] << ", " << v[3] << ")";
-      MINIDET_CHECK(std::isfinite(v[0]) && std::isfinite(v[1]) && std::isfinite(v[2]) && std::isfinite(v[3]), op,
-                    ": ", box.str(), " is not finite");
-      MINIDET_CHECK(v[0] < v[2] && v[1] < v[3], op, ": ", box.str(),
-                    " is empty or inverted: expected x1 < x2 and y1 < y2");
-      MINIDET_CHECK(v[0] >= -tolerance && v[1] >= -tolerance && v[2] <= width + tolerance &&
-                        v[3] <= height + tolerance,
-                    op, ": ", box.str(), " lies outside the image of ", sizes[n][0], " x ", sizes[n][1],
-                    " (height x width) by more than box_tolerance = ", tolerance, " px");
-      MINIDET_CHECK(v[4] >= 1 && v[4] <= static_cast<double>(num_classes), op, ": label ", m, " of image ", n,
-                    " is ", static_cast<int64_t>(v[4]), ", expected a class in 1..", num_classes,
+      box << "box " << m << " of image " << n << " (";
+      for (int64_t j = 0; j < d; ++j) box << (j ? ", " : "") << v[j];
+      box << ")";
+      MINIDET_CHECK(std::all_of(v, v + d, [](double x) { return std::isfinite(x); }), op, ": ", box.str(),
+                    " is not finite");
+      if (type == BoxType::kRotated) {
+        MINIDET_CHECK(v[2] > 0 && v[3] > 0, op, ": ", box.str(), " is empty: expected w > 0 and h > 0");
+        MINIDET_CHECK(v[0] >= -tolerance && v[1] >= -tolerance && v[0] <= width + tolerance &&
+                          v[1] <= height + tolerance,
+                      op, ": ", box.str(), " has its centre outside the image of ", sizes[n][0], " x ", sizes[n][1],
+                      " (height x width) by more than box_tolerance = ", tolerance, " px");
+      } else {
+        MINIDET_CHECK(v[0] < v[2] && v[1] < v[3], op, ": ", box.str(),
+                      " is empty or inverted: expected x1 < x2 and y1 < y2");
+        MINIDET_CHECK(v[0] >= -tolerance && v[1] >= -tolerance && v[2] <= width + tolerance &&
+                          v[3] <= height + tolerance,
+                      op, ": ", box.str(), " lies outside the image of ", sizes[n][0], " x ", sizes[n][1],
+                      " (height x width) by more than box_tolerance = ", tolerance, " px");
+      }
+      const double label = v[d];
+      MINIDET_CHECK(label >= 1 && label <= static_cast<double>(num_classes), op, ": label ", m, " of image ", n,
+                    " is ", static_cast<int64_t>(label), ", expected a class in 1..", num_classes,
                     " (0 is the background and never a target)");
     }
   }
@@ -128,8 +144,8 @@ Losses FasterRCNN::forward_train(const Tensor& images, const std::vector<Tensor>
                                  Generator* generator) {
   const char* op = "FasterRCNN::forward_train";
   const ImageSizes sizes = checked_image_sizes(op, images, image_sizes);
-  check_target_shapes(op, images.size(0), boxes_in, labels_in);
-  check_target_values(op, boxes_in, labels_in, sizes, config_.num_classes, config_.box_tolerance);
+  check_target_shapes(op, config_.box_type, images.size(0), boxes_in, labels_in);
+  check_target_values(op, config_.box_type, boxes_in, labels_in, sizes, config_.num_classes, config_.box_tolerance);
   std::vector<Tensor> boxes, labels;
   for (size_t n = 0; n < boxes_in.size(); ++n) {
     boxes.push_back(boxes_in[n].detach().to(images.options()));
@@ -142,10 +158,15 @@ Losses FasterRCNN::forward_train(const data::Batch& batch, Generator* generator)
   const char* op = "FasterRCNN::forward_train";
   // Every check before anything moves: the targets' values are read where the loader made them, on the
   // host, so a CUDA step never waits for the GPU to hand them back.
+  // A rotated detector's targets are the batch's rotated boxes (data::Batch::rotated_boxes), which
+  // to_device then moves into the place of the axis-aligned ones.
+  const bool rotated = config_.box_type == BoxType::kRotated;
+  const std::vector<Tensor>& boxes = rotated ? batch.rotated_boxes : batch.boxes;
   const ImageSizes sizes = checked_batch_shape(op, batch.images, batch.image_sizes);
-  check_target_shapes(op, batch.images.size(0), batch.boxes, batch.labels);
-  check_target_values(op, batch.boxes, batch.labels, sizes, config_.num_classes, config_.box_tolerance);
-  const data::Batch moved = data::to_device(batch, parameter_options());
+  check_target_shapes(op, config_.box_type, batch.images.size(0), boxes, batch.labels);
+  check_target_values(op, config_.box_type, boxes, batch.labels, sizes, config_.num_classes, config_.box_tolerance);
+  const data::Batch moved = data::to_device(batch, parameter_options(),
+                                            rotated ? data::TargetBoxes::kRotated : data::TargetBoxes::kAxisAligned);
   return train_losses(moved.images, moved.boxes, moved.labels, sizes, generator);
 }
 
@@ -196,6 +217,7 @@ Tensor FasterRCNN::total_loss(const Losses& losses) {
 std::string FasterRCNN::extra_repr() const {
   std::ostringstream out;
   out << "classes=" << config_.num_classes << ", stride=" << config_.rpn.feature_stride;
+  if (config_.box_type == BoxType::kRotated) out << ", boxes=rotated";
   return out.str();
 }
 

@@ -19,13 +19,20 @@
 // calls module(x): their forward, unless the training engine installed a CUDA-graph replay of that same
 // forward (engine/cuda_graphs.h). Graph capture is the engine's concern; the model has one path.
 //
+// Rotated boxes (config.box_type = rotated): the same stages make an RRPN-style detector (Ma et al. 2018;
+// detectron2's RRPN and RROIHeads): rotated anchors, five deltas per anchor and per class, rotated NMS,
+// matching by rotated IoU, rotated RoIAlign in the box head. Boxes are then (cx, cy, w, h, angle) everywhere
+// (targets (M_n, 5), detections (D, 5)); models/common/box_type.h lists each step's two forms, docs/rotated.md
+// the convention.
+//
 // Inference (forward_infer): proposals with the RPN's test settings, then the box head, softmax, per-class
 // decode, clip, score threshold, batched NMS and the best detections_per_image per image (Detections).
 // It records no graph. Which statistics BatchNorm uses follows the module's mode: call eval() first.
 //
 // Boundary checks (every entry point): images (N, in_channels, H, W) of the model's dtype and device;
 // one boxes (M_n, 4) and labels (M_n) int64 tensor per image; every box finite with x1 < x2, y1 < y2 and
-// inside its image up to box_tolerance pixels; every label in 1..C; image sizes within the padded size.
+// inside its image up to box_tolerance pixels (rotated: (M_n, 5), w > 0, h > 0, the centre inside the
+// image up to box_tolerance); every label in 1..C; image sizes within the padded size.
 // Values are checked on the host: free when the targets are on the CPU (a data::Batch is checked before
 // anything moves), one copy of all of them when they are on the GPU. An image with no objects (M_n = 0) is
 // fine: its anchors and RoIs are all background.
@@ -67,13 +74,13 @@ class FasterRCNN final : public nn::Module {
   // (the default generator when null). Move it with to(device).
   explicit FasterRCNN(const DetectorConfig& config = {}, Generator* generator = nullptr);
 
-  // images (N, C_in, H, W); boxes[n] (M_n, 4) and labels[n] (M_n) int64 for image n, on any device (moved
+  // images (N, C_in, H, W); boxes[n] (M_n, D) and labels[n] (M_n) int64 for image n, on any device (moved
   // to the images'). image_sizes: (height, width) of each image before padding; empty means (H, W) for all.
   // generator: the samplers' (the default generator when null). Returns the four losses (0-dim).
   Losses forward_train(const Tensor& images, const std::vector<Tensor>& boxes, const std::vector<Tensor>& labels,
                        const ImageSizes& image_sizes = {}, Generator* generator = nullptr);
   // A loader's batch (CPU, float32): checked on the host, then moved to the model's device and dtype
-  // (data::to_device).
+  // (data::to_device). A rotated detector trains on batch.rotated_boxes.
   Losses forward_train(const data::Batch& batch, Generator* generator = nullptr);
 
   std::vector<Detections> forward_infer(const Tensor& images, const ImageSizes& image_sizes = {});

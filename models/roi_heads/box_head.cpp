@@ -6,8 +6,11 @@
 
 namespace minidet::models {
 
-BoxHead::BoxHead(int64_t in_features, int64_t representation_size, int64_t num_classes, Generator* generator)
+BoxHead::BoxHead(int64_t in_features, int64_t representation_size, int64_t num_classes, Generator* generator,
+                 int64_t box_dim)
     : Module("BoxHead"), in_features_(in_features), num_classes_(num_classes) {
+  MINIDET_CHECK(box_dim == 4 || box_dim == 5, "BoxHead: box_dim must be 4 (axis-aligned) or 5 (rotated), got ",
+                box_dim);
   MINIDET_CHECK(in_features > 0 && representation_size > 0, "BoxHead: in_features and representation_size must be ",
                 "positive, got ", in_features, " and ", representation_size);
   MINIDET_CHECK(num_classes >= 1, "BoxHead: expected at least one object class, got num_classes = ", num_classes);
@@ -16,7 +19,7 @@ BoxHead::BoxHead(int64_t in_features, int64_t representation_size, int64_t num_c
   cls_score = register_module("cls_score",
                               std::make_shared<nn::Linear>(representation_size, num_classes + 1, true, generator));
   bbox_pred = register_module(
-      "bbox_pred", std::make_shared<nn::Linear>(representation_size, 4 * (num_classes + 1), true, generator));
+      "bbox_pred", std::make_shared<nn::Linear>(representation_size, box_dim * (num_classes + 1), true, generator));
 }
 
 BoxHeadOutput BoxHead::forward(const Tensor& pooled) {

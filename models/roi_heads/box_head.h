@@ -4,8 +4,9 @@
 //   x      = flatten(pooled)                       (K, F ph pw)
 //   x      = relu(fc6(x)),  x = relu(fc7(x))        (K, R)       R = representation_size
 //   logits = cls_score(x)                           (K, C + 1)   class 0 is background
-//   deltas = bbox_pred(x)                           (K, 4 (C + 1))  columns 4c .. 4c+3: the box of class c,
-//                                                                 BoxCoder deltas relative to the RoI
+//   deltas = bbox_pred(x)                           (K, D (C + 1))  columns Dc .. Dc+D-1: the box of class c,
+//                                                                 deltas relative to the RoI; D = 4
+//                                                                 (BoxCoder), 5 for rotated boxes
 //
 // Every layer is an nn::Linear with PyTorch's default initialisation (as torchvision's box head), drawn from
 // the generator. K = 0 gives empty outputs. Gradients are the Linear and relu ones.
@@ -23,13 +24,14 @@ namespace minidet::models {
 
 struct BoxHeadOutput {
   Tensor class_logits;  // (K, C + 1)
-  Tensor box_deltas;    // (K, 4 (C + 1))
+  Tensor box_deltas;    // (K, D (C + 1))
 };
 
 class BoxHead final : public nn::Module {
  public:
-  // in_features = F * ph * pw of the pooled RoIs; num_classes = C (without background).
-  BoxHead(int64_t in_features, int64_t representation_size, int64_t num_classes, Generator* generator = nullptr);
+  // in_features = F * ph * pw of the pooled RoIs; num_classes = C (without background); box_dim = D.
+  BoxHead(int64_t in_features, int64_t representation_size, int64_t num_classes, Generator* generator = nullptr,
+          int64_t box_dim = 4);
   BoxHeadOutput forward(const Tensor& pooled);
   std::string extra_repr() const override;
 

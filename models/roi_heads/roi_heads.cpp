@@ -8,6 +8,7 @@
 #include "models/roi_heads/roi_inputs.h"
 #include "ops/common/checks.h"
 #include "ops/roi_align/roi_align.h"
+#include "ops/roi_align_rotated/roi_align_rotated.h"
 #include "ops/shape/shape.h"
 
 namespace minidet::models {
@@ -16,11 +17,21 @@ RoIHeads::RoIHeads(RoIHeadsOptions options) : Module("RoIHeads"), options_(std::
   detail::check_options("RoIHeads", options_);
   const RoIHeadsOptions& o = options_;
   box_head = register_module("box_head", std::make_shared<BoxHead>(o.in_channels * o.pooled_size * o.pooled_size,
-                                                                   o.representation_size, o.num_classes, o.generator));
+                                                                   o.representation_size, o.num_classes, o.generator,
+                                                                   box_dim(o.box_type)));
 }
 
 BoxHeadOutput RoIHeads::forward_box_head(const Tensor& features, const Tensor& rois) {
   const RoIHeadsOptions& o = options_;
+  if (o.box_type == BoxType::kRotated) {
+    const RoIAlignRotatedOptions align = RoIAlignRotatedOptions()
+                                             .set_output_size(o.pooled_size)
+                                             .set_spatial_scale(1.0 / static_cast<double>(o.feature_stride))
+                                             .set_sampling_ratio(o.sampling_ratio)
+                                             .set_aligned(o.aligned)
+                                             .set_check_roi_values(o.check_proposal_values);  // 1 sync on CUDA
+    return box_head->forward(roi_align_rotated(features, rois, align));
+  }
   const RoIAlignOptions align = RoIAlignOptions()
                                     .set_output_size(o.pooled_size)
                                     .set_spatial_scale(1.0 / static_cast<double>(o.feature_stride))
@@ -35,8 +46,10 @@ std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, co
                                                       const std::vector<Tensor>& gt_labels, Generator* generator) {
   const char* op = "RoIHeads::forward_train";
   MINIDET_CHECK(proposals.boxes.defined(), op, ": the padded proposals' boxes are undefined");
-  MINIDET_CHECK(proposals.boxes.dim() == 3 && proposals.boxes.size(2) == 4, op,
-                ": expected padded proposals of shape (N, P, 4), got ", proposals.boxes.sizes());
+  const int64_t d = box_dim(options_.box_type);
+  MINIDET_CHECK(proposals.boxes.dim() == 3 && proposals.boxes.size(2) == d, op,
+                ": expected padded proposals of shape (N, P, ", d, ") ", box_layout(options_.box_type), ", got ",
+                proposals.boxes.sizes());
   // Constants of the second stage, as in torchvision: no loss moves a proposal.
   const PaddedProposals detached{proposals.boxes.detach(), proposals.counts};
   std::vector<Tensor> slots;  // image n's rows, as views: the checks of shapes, dtypes and devices
@@ -53,6 +66,9 @@ std::vector<Detections> RoIHeads::forward_infer(const Tensor& features, const st
                                                 const ImageSizes& image_sizes) {
   const char* op = "RoIHeads::forward_infer";
   check_proposal_list(op, proposals);
+  const int64_t d = box_dim(options_.box_type);
+  MINIDET_CHECK(proposals[0].size(1) == d, op, ": expected proposals of shape (P, ", d, ") ",
+                box_layout(options_.box_type), ", got ", proposals[0].sizes());
   detail::check_features(op, features, options_.in_channels, proposals);
   NoGradGuard no_grad;
   // rois: every proposal with its image's index in front, in image order.

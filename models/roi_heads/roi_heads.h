@@ -2,15 +2,19 @@
 // TwoMLPHead and FastRCNNPredictor). It looks at each proposal of the RPN through RoIAlign, says which
 // class it is (or background) and how to move its box onto the object.
 //
+// Boxes have D columns: 4 (x1, y1, x2, y2), or 5 (cx, cy, w, h, angle) when box_type is rotated, the second
+// stage of RRPN (Ma et al. 2018) and detectron2's RROIHeads: the same steps with rotated IoU, rotated
+// RoIAlign and five deltas per class (models/common/box_type.h lists what changes).
+//
 // Shapes, for N images, features (N, F, h, w) of stride s, C object classes (labels 1..C, 0 background),
-// per image n its ground truth boxes (M_n, 4) with labels (M_n), and the RPN's training proposals as one
-// padded table (models/common/padded_proposals.h): boxes (N, P, 4), image n's proposals being its first
+// per image n its ground truth boxes (M_n, D) with labels (M_n), and the RPN's training proposals as one
+// padded table (models/common/padded_proposals.h): boxes (N, P, D), image n's proposals being its first
 // counts[n] rows, counts (N) on the device. Mw = max(1, max_n M_n).
 //
 // Training (forward_train): target assignment (sample_rois_padded), every image at once, per image n:
-//   boxes_n   = cat(boxes[n], gt_boxes_n, padding)            (W = P + Mw, 4): the ground truth is a proposal
+//   boxes_n   = cat(boxes[n], gt_boxes_n, padding)            (W = P + Mw, D): the ground truth is a proposal
 //               too, so every object has at least one perfect positive from the first step
-//   Q         = box_iou(gt_boxes_n, boxes_n)                   (M_n, W)
+//   Q         = pairwise_iou(gt_boxes_n, boxes_n)              (M_n, W)   box_iou or box_iou_rotated
 //   match     = Matcher(0.5, 0.5, no low-quality matches)(Q):  IoU >= 0.5 foreground, < 0.5 background
 //   class     = gt_labels_n[matched gt] if foreground, 0 if background; -1 (ignored, never sampled) for the
 //               rows of boxes[n] past counts[n] and for the padding (and between the two thresholds when
@@ -18,29 +22,33 @@
 //   sample    = BalancedPositiveNegativeSampler(128, 0.25)(class), from the caller's generator
 //   slots     = K = min(128, W) rows per image: the sampled candidates in increasing index order
 //               (torchvision's where(pos | neg) order), then padding rows marked invalid
-//   rois      (N K, 5) rows (n, x1, y1, x2, y2); labels (N K) int64; valid (N K) bool
-//   targets   (N K, 4) = BoxCoder(10, 10, 5, 5).encode(matched gt box, roi) on foreground rows, 0 elsewhere
+//   rois      (N K, 1 + D) rows (n, box); labels (N K) int64; valid (N K) bool
+//   targets   (N K, D) = encode(matched gt box, roi) on foreground rows, 0 elsewhere: BoxCoder(10, 10, 5, 5),
+//               or RotatedBoxCoder(10, 10, 5, 5, 1)
 // Every shape is known from N, P and Mw alone: the host never reads a count. sample_rois is the same
-// assignment for per-image proposals (P_n, 4), K_n = min(128, P_n + M_n) rows per image; it is the
+// assignment for per-image proposals (P_n, D), K_n = min(128, P_n + M_n) rows per image; it is the
 // reference the padded form is tested against.
 //
 // Box head (BoxHead), on any rois:
 //   pooled    = roi_align(features, rois, 7x7, spatial_scale 1/s, sampling_ratio 2, aligned)  (K, F, 7, 7)
+//               (roi_align_rotated for rotated rois: the 7x7 grid turns with the box)
 //   x         = relu(fc7(relu(fc6(flatten(pooled)))))                                         (K, R)
-//   logits    = cls_score(x)  (K, C + 1);   deltas = bbox_pred(x)  (K, 4 (C + 1)): one box per class
+//   logits    = cls_score(x)  (K, C + 1);   deltas = bbox_pred(x)  (K, D (C + 1)): one box per class
 //
 // Losses (roi_heads_loss), with S = the number of valid (sampled) rows, one-hot y of each row's label:
 //   classifier = (1 / S) sum_valid  -log_softmax(logits)[label]                     (cross-entropy, mean)
 //   box_reg    = (1 / S) sum_{valid, label >= 1} sum_j smooth_l1(deltas[label][j] - targets[j], beta 1/9)
-// The box loss reads only the 4 columns of the row's own class and is divided by all sampled rows, not by
+// The box loss reads only the D columns of the row's own class and is divided by all sampled rows, not by
 // the positives (as torchvision). Gradients: dclassifier/dlogits = (softmax - y) / S on valid rows;
-// dbox_reg/ddeltas = clamp((d - t) / beta, -1, 1) / S on the label's 4 columns of positive rows, 0 on every
+// dbox_reg/ddeltas = clamp((d - t) / beta, -1, 1) / S on the label's D columns of positive rows, 0 on every
 // other column. They flow on through the FC layers and RoIAlign into the features (rois are detached).
 //
 // Inference (postprocess_detections), per image, with p = softmax(logits):
-//   boxes[k, c] = clip(decode(deltas[k, c], roi_k), image)   for c = 1..C (background dropped)
-//   keep candidates (k, c) with p[k, c] > 0.05 and both sides >= 0.01, batched NMS at 0.5 within each class,
-//   then the 100 best -> boxes (D, 4), scores (D), labels (D) int64, in decreasing score order.
+//   boxes[k, c] = clip(decode(deltas[k, c], roi_k), image)   for c = 1..C (background dropped; rotated
+//                 boxes are not clipped)
+//   keep candidates (k, c) with p[k, c] > 0.05 and both sides >= 0.01, batched NMS at 0.5 within each class
+//   (rotated NMS for rotated boxes), then the 100 best -> boxes (D, 4 or 5), scores (D), labels (D) int64,
+//   in decreasing score order.
 //
 // Host synchronisations on CUDA, counted per call whatever the batch size. minidet queues all work on the
 // legacy default stream and copies with cudaMemcpy, so the host waits for every queued kernel at a
@@ -73,6 +81,7 @@
 
 #include "core/generator.h"
 #include "core/tensor.h"
+#include "models/common/box_type.h"
 #include "models/common/image_sizes.h"
 #include "models/common/padded_proposals.h"
 #include "models/roi_heads/box_head.h"
@@ -84,6 +93,7 @@ struct RoIHeadsOptions {
   // Box head.
   int64_t in_channels = 128;  // F, the features' channels
   int64_t num_classes = 3;    // C object classes; the predictor has C + 1 outputs (0 = background)
+  BoxType box_type = BoxType::kAxisAligned;  // rotated: roi_align_rotated, 5 deltas per class
   int64_t feature_stride = 8; // RoIAlign's spatial_scale is 1 / feature_stride
   int64_t pooled_size = 7;
   int64_t sampling_ratio = 2;
@@ -95,6 +105,8 @@ struct RoIHeadsOptions {
   int64_t batch_size_per_image = 128;
   double positive_fraction = 0.25;
   std::array<double, 4> box_coder_weights = {10.0, 10.0, 5.0, 5.0};
+  double box_coder_angle_weight = 1.0;  // rotated boxes only: the weight of da (detectron2's RROIHeads: 1)
+  OffsetFrame rotated_offsets = OffsetFrame::kImage;  // rotated boxes only (DetectorConfig::rotated_offsets)
   double smooth_l1_beta = 1.0 / 9.0;
   bool check_targets = true;  // check label and box values (one host sync on CUDA); see above
   // Check the proposals' values in roi_align (one host sync on CUDA per call). FasterRCNN turns it off: its
@@ -110,22 +122,22 @@ struct RoIHeadsOptions {
 
 // The sampled training rows of a batch (sample_rois_padded, sample_rois).
 struct RoISample {
-  Tensor rois;                // (K, 5) (image, x1, y1, x2, y2), the proposals' dtype and device
+  Tensor rois;                // (K, 1 + D) (image, box), the proposals' dtype and device
   Tensor labels;              // (K) int64: 1..C foreground, 0 background (padding rows: 0)
-  Tensor regression_targets;  // (K, 4): encoded matched boxes on foreground rows, 0 elsewhere
+  Tensor regression_targets;  // (K, D): encoded matched boxes on foreground rows, 0 elsewhere
   Tensor valid;               // (K) bool: the row was sampled (false on padding rows)
 };
 
 // One image's detections, on the features' device.
 struct Detections {
-  Tensor boxes;   // (D, 4) xyxy, clipped to the image
+  Tensor boxes;   // (D, 4) xyxy clipped to the image, or (D, 5) (cx, cy, w, h, angle) for rotated boxes
   Tensor scores;  // (D), decreasing
   Tensor labels;  // (D) int64 in 1..C
 };
 
 // Target assignment and sampling (see above), with no host synchronisation: image n's candidates are its
 // first counts[n] proposal slots and its objects; every image keeps K = min(batch, P + Mw) rows, the rows
-// past its sample being padding (valid false). gt_boxes[n] (M_n, 4) shares the proposals' dtype and device;
+// past its sample being padding (valid false). gt_boxes[n] (M_n, D) shares the proposals' dtype and device;
 // gt_labels[n] (M_n) int64 on that device. Nothing is differentiable here (all detached).
 RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector<Tensor>& gt_boxes,
                              const std::vector<Tensor>& gt_labels, const RoIHeadsOptions& options,
@@ -146,7 +158,8 @@ std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const Ro
 std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const std::vector<Tensor>& proposals,
                                                const ImageSizes& image_sizes, const RoIHeadsOptions& options);
 
-// Throws when a target breaks the conventions (labels in 1..C, finite boxes with x1 < x2 and y1 < y2),
+// Throws when a target breaks the conventions (labels in 1..C, finite boxes with x1 < x2 and y1 < y2, or
+// for rotated boxes w > 0 and h > 0),
 // naming the first bad image. One host synchronisation on CUDA.
 void check_roi_targets(const std::vector<Tensor>& gt_boxes, const std::vector<Tensor>& gt_labels,
                        int64_t num_classes);
@@ -155,7 +168,7 @@ class RoIHeads final : public nn::Module {
  public:
   explicit RoIHeads(RoIHeadsOptions options = {});
 
-  // features (N, F, h, w); the RPN's padded proposals (N, P, 4) with their counts; one gt_boxes / gt_labels
+  // features (N, F, h, w); the RPN's padded proposals (N, P, D) with their counts; one gt_boxes / gt_labels
   // tensor per image. generator: the sampler's (the default generator when null). Returns the losses of
   // roi_heads_loss. Start from per-image proposals with pad_proposals (models/common/padded_proposals.h).
   std::map<std::string, Tensor> forward_train(const Tensor& features, const PaddedProposals& proposals,

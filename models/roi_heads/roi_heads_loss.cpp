@@ -1,5 +1,6 @@
 // roi_heads_loss: cross-entropy and class-specific smooth L1 over the sampled rows (math in roi_heads.h).
 #include "core/factories.h"
+#include "models/common/box_type.h"
 #include "models/roi_heads/roi_heads.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
@@ -24,15 +25,19 @@ std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const Ro
   MINIDET_CHECK(logits.dim() == 2 && logits.size(1) >= 2, op,
                 ": expected class_logits of shape (K, C + 1) with C >= 1, got ", logits.sizes());
   const int64_t rows = logits.size(0), classes = logits.size(1);
-  MINIDET_CHECK(deltas.dim() == 2 && deltas.size(0) == rows && deltas.size(1) == 4 * classes, op,
-                ": expected box_deltas of shape (", rows, ", ", 4 * classes, "), got ", deltas.sizes());
+  // D deltas per class: 4, or 5 for rotated boxes, as many as the regression targets have columns.
+  MINIDET_CHECK(sample.regression_targets.defined() && sample.regression_targets.dim() == 2, op,
+                ": expected regression targets of shape (", rows, ", D)");
+  const int64_t d = box_dim(box_type_of(op, sample.regression_targets, "regression targets"));
+  MINIDET_CHECK(deltas.dim() == 2 && deltas.size(0) == rows && deltas.size(1) == d * classes, op,
+                ": expected box_deltas of shape (", rows, ", ", d * classes, "), got ", deltas.sizes());
   MINIDET_CHECK(sample.labels.defined() && sample.labels.dtype() == kInt64 && sample.labels.dim() == 1 &&
                     sample.labels.size(0) == rows,
                 op, ": expected int64 sample labels of shape (", rows, ")");
   MINIDET_CHECK(sample.valid.defined() && sample.valid.dtype() == kBool && sample.valid.sizes() == Shape{rows}, op,
                 ": expected a bool valid mask of shape (", rows, ")");
-  MINIDET_CHECK(sample.regression_targets.defined() && sample.regression_targets.sizes() == Shape({rows, 4}), op,
-                ": expected regression targets of shape (", rows, ", 4)");
+  MINIDET_CHECK(sample.regression_targets.size(0) == rows, op, ": expected regression targets of shape (", rows,
+                ", ", d, "), got ", sample.regression_targets.sizes());
   ops::check_same_dtype(op, deltas, "box_deltas", logits, "class_logits");
   ops::check_same_dtype(op, sample.regression_targets, "regression_targets", logits, "class_logits");
   ops::check_same_device(op, deltas, "box_deltas", logits, "class_logits");
@@ -55,8 +60,8 @@ std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const Ro
   const Tensor nll = neg(sum(mul(one_hot, log_softmax(logits, 1)), {1}));
   const Tensor classifier = div(sum(where(sample.valid, nll, zero)), count);
 
-  // The 4 deltas of each row's own class: (K, C + 1, 4) times the one-hot over classes, summed over classes.
-  const Tensor own_deltas = sum(mul(reshape(deltas, {rows, classes, 4}), one_hot.unsqueeze(2)), {1});
+  // The D deltas of each row's own class: (K, C + 1, D) times the one-hot over classes, summed over classes.
+  const Tensor own_deltas = sum(mul(reshape(deltas, {rows, classes, d}), one_hot.unsqueeze(2)), {1});
   const Tensor per_coordinate = smooth_l1_loss(own_deltas, sample.regression_targets, smooth_l1_beta, Reduction::None);
   const Tensor box_reg = div(sum(where(positive.unsqueeze(1), per_coordinate, zero)), count);
   return {{"loss_classifier", classifier}, {"loss_box_reg", box_reg}};

@@ -14,7 +14,9 @@ void check_targets_shapes(const char* op, const std::vector<Tensor>& proposals, 
   for (size_t n = 0; n < proposals.size(); ++n) {
     const Tensor &b = gt_boxes[n], &l = gt_labels[n];
     MINIDET_CHECK(b.defined() && l.defined(), op, ": gt_boxes[", n, "] or gt_labels[", n, "] is undefined");
-    MINIDET_CHECK(b.dim() == 2 && b.size(1) == 4, op, ": expected gt_boxes[", n, "] of shape (M, 4), got ", b.sizes());
+    const int64_t d = proposals[0].size(1);  // 4 or 5: the proposals' box type (check_proposal_list)
+    MINIDET_CHECK(b.dim() == 2 && b.size(1) == d, op, ": expected gt_boxes[", n, "] of shape (M, ", d, "), got ",
+                  b.sizes());
     ops::check_same_dtype(op, b, "gt_boxes", proposals[0], "proposals");
     ops::check_same_device(op, b, "gt_boxes", proposals[0], "proposals");
     MINIDET_CHECK(l.dtype() == kInt64, op, ": expected int64 gt_labels[", n, "], got ", l.dtype());

@@ -9,7 +9,7 @@
 
 namespace minidet::models::detail {
 
-// One gt_boxes and one gt_labels tensor per image: gt_boxes[n] (M_n, 4) with the proposals' dtype and device,
+// One gt_boxes and one gt_labels tensor per image: gt_boxes[n] (M_n, D) with the proposals' D, dtype and device,
 // gt_labels[n] (M_n) int64 on that device. Shapes only: values are check_roi_targets' job.
 void check_targets_shapes(const char* op, const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,
                           const std::vector<Tensor>& gt_labels);

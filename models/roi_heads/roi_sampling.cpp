@@ -6,13 +6,12 @@
 #include <vector>
 
 #include "core/factories.h"
-#include "models/box_coder/box_coder.h"
+#include "models/common/box_type.h"
 #include "ops/take_rows/take_rows.h"
 #include "models/matcher/matcher.h"
 #include "models/roi_heads/roi_heads.h"
 #include "models/roi_heads/roi_inputs.h"
 #include "models/sampler/sampler.h"
-#include "ops/boxes/box_iou.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
@@ -39,7 +38,7 @@ struct Candidates {
 
 // Every image's candidates matched at once: a fixed number of kernels for any batch, where one Matcher call
 // per image would repeat all of the Matcher's kernels for every image. Candidates are padded to W, the most
-// any image has, and objects to the most any image has, Mw, both with the empty box (0, 0, 0, 0), whose IoU
+// any image has, and objects to the most any image has, Mw, both with the all-zero box, whose IoU
 // with anything is 0:
 //   IoU        the (n Mw, n W) IoU of all objects with all candidates, of which image i's block (i, i) is
 //              read in place (as_strided): n^2 Mw W small products instead of n calls;
@@ -47,14 +46,15 @@ struct Candidates {
 //              image without objects is all background, as a call per image gives;
 //   labels     padded candidates are -1 (ignored: never sampled), which is also how the sampler's one call
 //              for all images wants them.
-// Returns (n, W) labels and (n, W, 4) boxes and matched boxes; image i's candidates are the first count_i.
+// Returns (n, W) labels and (n, W, D) boxes and matched boxes; image i's candidates are the first count_i.
 // widest_gt: Mw, at least 1.
 Candidates match_candidates(const std::vector<Tensor>& proposals, const std::vector<Tensor>& gt_boxes,
                             const std::vector<Tensor>& gt_labels, const std::vector<size_t>& images, int64_t widest,
                             int64_t widest_gt, const Matcher& matcher, const Tensor& positions) {
   const TensorOptions box_options = proposals[0].options(), index_options(kInt64, box_options.device);
-  const int64_t n = static_cast<int64_t>(images.size());
-  const Tensor empty_boxes = zeros({std::max(widest, widest_gt), 4}, box_options);
+  const BoxType type = box_type_of("match_candidates", proposals[0], "proposals");
+  const int64_t n = static_cast<int64_t>(images.size()), d = box_dim(type);
+  const Tensor empty_boxes = zeros({std::max(widest, widest_gt), d}, box_options);
   const Tensor no_labels = zeros({widest_gt}, index_options);
   std::vector<Tensor> boxes, objects, labels;
   std::vector<int64_t> counts;
@@ -71,10 +71,10 @@ Candidates match_candidates(const std::vector<Tensor>& proposals, const std::vec
       labels.push_back(narrow(no_labels, 0, 0, widest_gt - m));
     }
   }
-  const Tensor all_boxes = cat(boxes, 0), all_objects = cat(objects, 0);  // (n W, 4), (n Mw, 4)
+  const Tensor all_boxes = cat(boxes, 0), all_objects = cat(objects, 0);  // (n W, D), (n Mw, D)
   const Tensor object_labels = cat(labels, 0).view({n, 1, widest_gt});
   // Image i's block of the IoU matrix: rows i Mw.., columns i W..; one step along i moves Mw rows and W columns.
-  const Tensor iou = box_iou(all_objects, all_boxes);
+  const Tensor iou = pairwise_iou(type, all_objects, all_boxes);
   const Tensor quality = iou.as_strided({n, widest_gt, widest}, {widest_gt * n * widest + widest, n * widest, 1},
                                         iou.storage_offset())
                              .contiguous();
@@ -87,8 +87,8 @@ Candidates match_candidates(const std::vector<Tensor>& proposals, const std::vec
       eq(match.matches.unsqueeze(2), narrow(positions, 0, 0, widest_gt).view({1, 1, widest_gt}));  // (n, W, Mw)
   const Tensor matched_class = sum(where(matched_one_hot, object_labels, shared_scalar(0.0, index_options)), {2});
   Candidates c;
-  c.boxes = all_boxes.view({n, widest, 4});
-  c.matched_boxes = bmm(matched_one_hot.to(box_options.dtype), all_objects.view({n, widest_gt, 4}));  // exact
+  c.boxes = all_boxes.view({n, widest, d});
+  c.matched_boxes = bmm(matched_one_hot.to(box_options.dtype), all_objects.view({n, widest_gt, d}));  // exact
   const Tensor ignored = shared_scalar(-1.0, index_options);
   const Tensor matched_labels =
       where(foreground, matched_class, where(background, shared_scalar(0.0, index_options), ignored));
@@ -100,14 +100,14 @@ Candidates match_candidates(const std::vector<Tensor>& proposals, const std::vec
 // K = min(batch, W). Image i's sample is its first K_i = min(batch, count_i) slots, exactly what a call for
 // the image alone would fill: see sample_rois.
 struct Slots {
-  Tensor boxes, labels, valid;  // (n, K, 4), (n, K), (n, K)
-  Tensor target_boxes;          // (n, K, 4): the matched object's box on foreground rows, the row's own elsewhere
+  Tensor boxes, labels, valid;  // (n, K, D), (n, K), (n, K)
+  Tensor target_boxes;          // (n, K, D): the matched object's box on foreground rows, the row's own elsewhere
   Tensor foreground_rows;       // (n, K, 1) bool
 };
 
 Slots fill_slots(const Candidates& all, const Tensor& sampled, const Tensor& positions, int64_t batch_size) {
   const TensorOptions index_options(kInt64, all.boxes.device());
-  const int64_t widest = all.boxes.size(1);
+  const int64_t widest = all.boxes.size(1), d = all.boxes.size(2);
   // Line each image's sampled candidates up in increasing index order: key = index for sampled candidates
   // and W + index for the others (padding is never sampled), so the K smallest keys are the sampled ones
   // first (at most min(batch, count_i) of them), then the others in index order. Keys are distinct: CPU and
@@ -120,13 +120,13 @@ Slots fill_slots(const Candidates& all, const Tensor& sampled, const Tensor& pos
   // Gather boxes, matched boxes and labels of the slots at once (labels are small integers: exact as floats).
   const Tensor labels_as_boxes = all.class_labels.to(all.boxes.dtype()).unsqueeze(2);
   const Tensor table = cat({all.boxes, all.matched_boxes, labels_as_boxes}, 2);
-  const Tensor rows = take_rows(table, first.indices);  // (n, K, 9)
-  out.boxes = slice(rows, 2, 0, 4);
-  out.labels = where(out.valid, select(rows, 2, 8).to(kInt64), shared_scalar(0.0, index_options));
+  const Tensor rows = take_rows(table, first.indices);  // (n, K, 2 D + 1)
+  out.boxes = slice(rows, 2, 0, d);
+  out.labels = where(out.valid, select(rows, 2, 2 * d).to(kInt64), shared_scalar(0.0, index_options));
   // Regression targets on foreground rows only; the others encode the box against itself (0) and are then
   // zeroed (sample_rois), so a degenerate unused box cannot leave a NaN behind.
   out.foreground_rows = ge(out.labels, 1.0).unsqueeze(2);
-  out.target_boxes = where(out.foreground_rows, slice(rows, 2, 4, 8), out.boxes);
+  out.target_boxes = where(out.foreground_rows, slice(rows, 2, d, 2 * d), out.boxes);
   return out;
 }
 
@@ -140,7 +140,8 @@ RoISample sample_and_fill(const Candidates& all, const Tensor& positions, const 
                           const std::vector<int64_t>& candidates, const RoIHeadsOptions& options,
                           Generator* generator) {
   const BalancedPositiveNegativeSampler sampler(options.batch_size_per_image, options.positive_fraction);
-  const BoxCoder coder(options.box_coder_weights);
+  const BoxTypeCoder coder(options.box_type, options.box_coder_weights, options.box_coder_angle_weight,
+                           options.rotated_offsets);
   const TensorOptions box_options = all.boxes.options(), index_options(kInt64, box_options.device);
   const SampledMasks sample = sampler(all.class_labels, generator);
   const Tensor sampled = where(sample.positive, sample.positive, sample.negative);  // positive or negative
@@ -174,6 +175,8 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
   const char* op = "sample_rois";
   detail::check_options(op, options);
   check_proposal_list(op, proposals);
+  MINIDET_CHECK(proposals[0].size(1) == box_dim(options.box_type), op, ": expected proposals of shape (P, ",
+                box_dim(options.box_type), ") ", box_layout(options.box_type), ", got ", proposals[0].sizes());
   detail::check_targets_shapes(op, proposals, gt_boxes, gt_labels);
   NoGradGuard no_grad;  // targets are constants of the loss; proposals are detached as in torchvision
   const Matcher matcher(options.fg_iou_threshold, options.bg_iou_threshold, /*allow_low_quality_matches=*/false);
@@ -187,8 +190,9 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
     widest = std::max(widest, count);
     if (count > 0) images.push_back(n);
   }
+  const int64_t d = proposals[0].size(1);
   if (images.empty())
-    return {zeros({0, 5}, box_options), zeros({0}, index_options), zeros({0, 4}, box_options),
+    return {zeros({0, 1 + d}, box_options), zeros({0}, index_options), zeros({0, d}, box_options),
             zeros({0}, TensorOptions(kBool, box_options.device))};
   int64_t widest_gt = 1;
   for (size_t n : images) widest_gt = std::max(widest_gt, gt_boxes[n].size(0));
@@ -210,8 +214,9 @@ RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector
                              Generator* generator) {
   const char* op = "sample_rois_padded";
   detail::check_options(op, options);
-  MINIDET_CHECK(proposals.boxes.defined() && proposals.boxes.dim() == 3 && proposals.boxes.size(2) == 4, op,
-                ": expected padded proposals of shape (N, P, 4)");
+  const int64_t d = box_dim(options.box_type);
+  MINIDET_CHECK(proposals.boxes.defined() && proposals.boxes.dim() == 3 && proposals.boxes.size(2) == d, op,
+                ": expected padded proposals of shape (N, P, ", d, ") ", box_layout(options.box_type));
   const int64_t n = proposals.boxes.size(0), p = proposals.boxes.size(1);
   MINIDET_CHECK(proposals.counts.defined() && proposals.counts.dtype() == kInt64 &&
                     proposals.counts.sizes() == Shape{n} && proposals.counts.device() == proposals.boxes.device(),
@@ -229,7 +234,7 @@ RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector
   for (const Tensor& g : gt_boxes) widest_gt = std::max(widest_gt, g.size(0));
   const int64_t widest = p + widest_gt;
   if (n == 0)
-    return {zeros({0, 5}, box_options), zeros({0}, index_options), zeros({0, 4}, box_options),
+    return {zeros({0, 1 + d}, box_options), zeros({0}, index_options), zeros({0, d}, box_options),
             zeros({0}, TensorOptions(kBool, box_options.device))};
   std::vector<size_t> images(static_cast<size_t>(n));
   for (size_t i = 0; i < images.size(); ++i) images[i] = i;
@@ -252,16 +257,19 @@ void check_roi_targets(const std::vector<Tensor>& gt_boxes, const std::vector<Te
   const char* op = "RoIHeads";
   if (gt_boxes.empty()) return;
   NoGradGuard no_grad;
-  // Per image: how many labels lie in 1..C and how many boxes are finite with x1 < x2 and y1 < y2 (NaN fails
-  // every comparison). All images' counts travel to the host in ONE copy: the one synchronisation.
+  // Per image: how many labels lie in 1..C and how many boxes are finite with x1 < x2 and y1 < y2, or for
+  // rotated boxes with w > 0 and h > 0 (NaN fails every comparison). All images' counts travel to the host in
+  // ONE copy: the one synchronisation.
   std::vector<Tensor> counts;
   const double infinity = std::numeric_limits<double>::infinity();
   for (size_t n = 0; n < gt_boxes.size(); ++n) {
     const Tensor& b = gt_boxes[n];
     const Tensor good_label = logical_and(ge(gt_labels[n], 1.0), le(gt_labels[n], static_cast<double>(num_classes)));
     const Tensor finite = lt(abs(b), infinity);
-    Tensor good_box = logical_and(lt(select(b, 1, 0), select(b, 1, 2)), lt(select(b, 1, 1), select(b, 1, 3)));
-    for (int64_t j = 0; j < 4; ++j) good_box = logical_and(good_box, select(finite, 1, j));
+    const bool rotated = b.size(1) == 5;
+    Tensor good_box = rotated ? logical_and(gt(select(b, 1, 2), 0.0), gt(select(b, 1, 3), 0.0))
+                              : logical_and(lt(select(b, 1, 0), select(b, 1, 2)), lt(select(b, 1, 1), select(b, 1, 3)));
+    for (int64_t j = 0; j < b.size(1); ++j) good_box = logical_and(good_box, select(finite, 1, j));
     counts.push_back(stack({sum(good_label), sum(good_box)}, 0));
   }
   const std::vector<int64_t> host = stack(counts, 0).to_vector<int64_t>();
@@ -275,12 +283,19 @@ void check_roi_targets(const std::vector<Tensor>& gt_boxes, const std::vector<Te
     }
     if (host[2 * n + 1] != m) {
       const std::vector<double> v = gt_boxes[n].to_vector<double>();  // error path only
+      const int64_t d = gt_boxes[n].size(1);
       for (int64_t i = 0; i < m; ++i) {
-        const double* r = v.data() + 4 * i;
-        const bool ok = std::isfinite(r[0]) && std::isfinite(r[1]) && std::isfinite(r[2]) && std::isfinite(r[3]) &&
-                        r[0] < r[2] && r[1] < r[3];
-        MINIDET_CHECK(ok, op, ": expected gt_boxes[", n, "] finite with x1 < x2 and y1 < y2, got box ", i, " = (", r[0],
-                      ", ", r[1], ", ", r[2], ", ", r[3], ")");
+        const double* r = v.data() + d * i;
+        const bool finite = std::all_of(r, r + d, [](double x) { return std::isfinite(x); });
+        if (d == 5) {
+          MINIDET_CHECK(finite && r[2] > 0 && r[3] > 0, op, ": expected gt_boxes[", n,
+                        "] finite with w > 0 and h > 0, got box ", i, " = (", r[0], ", ", r[1], ", ", r[2], ", ", r[3],
+                        ", ", r[4], ")");
+        } else {
+          MINIDET_CHECK(finite && r[0] < r[2] && r[1] < r[3], op, ": expected gt_boxes[", n,
+                        "] finite with x1 < x2 and y1 < y2, got box ", i, " = (", r[0], ", ", r[1], ", ", r[2], ", ",
+                        r[3], ")");
+        }
       }
     }
   }

@@ -11,6 +11,8 @@ namespace minidet::models {
 
 namespace {
 
+constexpr double kPi = 3.14159265358979323846;
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // One positive size per image, each within the padded batch (its anchors cover only H x W).
@@ -39,9 +41,17 @@ RPN::RPN(RPNOptions options)
                 options_.feature_stride);
   check_proposal_options("RPN (train_proposals)", options_.train_proposals);
   check_proposal_options("RPN (test_proposals)", options_.test_proposals);
-  head = register_module("head", std::make_shared<RPNHead>(options_.in_channels,
-                                                           anchor_generator_.num_anchors_per_location(0),
-                                                           options_.generator));
+  int64_t anchors_per_location = anchor_generator_.num_anchors_per_location(0);
+  if (options_.box_type == BoxType::kRotated) {
+    std::vector<double> radians;
+    for (double degrees : options_.anchor_angles_degrees) radians.push_back(degrees * kPi / 180.0);
+    rotated_anchor_generator_.emplace(std::vector<std::vector<double>>{options_.anchor_sizes},
+                                      std::vector<std::vector<double>>{options_.aspect_ratios},
+                                      std::vector<std::vector<double>>{radians});
+    anchors_per_location = rotated_anchor_generator_->num_anchors_per_location(0);
+  }
+  head = register_module("head", std::make_shared<RPNHead>(options_.in_channels, anchors_per_location,
+                                                           options_.generator, box_dim(options_.box_type)));
 }
 
 Tensor RPN::anchors(std::array<int64_t, 2> image_size, const Tensor& features) {
@@ -64,6 +74,9 @@ Tensor RPN::anchors(std::array<int64_t, 2> image_size, const Tensor& features) {
                 ceil_div(width, stride), "): the anchors would not cover the image");
   // The configured stride rather than AnchorGenerator::anchors' integer H / h: the two agree whenever H is
   // a multiple of the stride, and when it is not, H / h would shrink the stride and misplace every anchor.
+  if (rotated_anchor_generator_)
+    return rotated_anchor_generator_->grid_anchors(0, features.size(2), features.size(3), stride, stride,
+                                                   features.options());
   return anchor_generator_.grid_anchors(0, features.size(2), features.size(3), stride, stride, features.options());
 }
 
@@ -73,7 +86,7 @@ RPNTrainOutput RPN::forward_train(const Tensor& features, std::array<int64_t, 2>
   const Tensor grid = anchors(image_size, features);
   check_targets("RPN::forward_train", image_size, image_sizes, features.size(0), gt_boxes);
   const RPNHeadOutput out = (*head)(features);
-  const Tensor objectness = flatten_objectness(out.objectness), deltas = flatten_deltas(out.deltas);
+  const Tensor objectness = flatten_objectness(out.objectness), deltas = flatten_deltas(out.deltas, head->box_dim);
   RPNTrainOutput result;
   result.losses = rpn_loss(objectness, deltas, grid, gt_boxes, generator, options_.loss);
   result.proposals = rpn_proposals_padded(objectness, deltas, grid, image_sizes, options_.train_proposals);
@@ -86,8 +99,8 @@ std::vector<Tensor> RPN::forward_infer(const Tensor& features, std::array<int64_
   check_batch("RPN::forward_infer", image_size, image_sizes, features.size(0));
   NoGradGuard no_grad;
   const RPNHeadOutput out = (*head)(features);
-  return rpn_proposals(flatten_objectness(out.objectness), flatten_deltas(out.deltas), grid, image_sizes,
-                       options_.test_proposals);
+  return rpn_proposals(flatten_objectness(out.objectness), flatten_deltas(out.deltas, head->box_dim), grid,
+                       image_sizes, options_.test_proposals);
 }
 
 std::string RPN::extra_repr() const {

@@ -19,13 +19,15 @@ std::shared_ptr<nn::Conv2d> make_head_conv(int64_t in, int64_t out, int64_t kern
 
 }  // namespace
 
-RPNHead::RPNHead(int64_t in_channels, int64_t num_anchors_, Generator* generator)
-    : Module("RPNHead"), num_anchors(num_anchors_) {
+RPNHead::RPNHead(int64_t in_channels, int64_t num_anchors_, Generator* generator, int64_t box_dim_)
+    : Module("RPNHead"), num_anchors(num_anchors_), box_dim(box_dim_) {
   MINIDET_CHECK(in_channels > 0 && num_anchors > 0, "RPNHead: in_channels and num_anchors must be positive, got ",
                 in_channels, " and ", num_anchors);
+  MINIDET_CHECK(box_dim == 4 || box_dim == 5, "RPNHead: box_dim must be 4 (axis-aligned) or 5 (rotated), got ",
+                box_dim);
   conv = register_module("conv", make_head_conv(in_channels, in_channels, 3, generator));
   cls_logits = register_module("cls_logits", make_head_conv(in_channels, num_anchors, 1, generator));
-  bbox_pred = register_module("bbox_pred", make_head_conv(in_channels, 4 * num_anchors, 1, generator));
+  bbox_pred = register_module("bbox_pred", make_head_conv(in_channels, box_dim * num_anchors, 1, generator));
 }
 
 RPNHeadOutput RPNHead::operator()(const Tensor& features) {
@@ -54,13 +56,13 @@ Tensor flatten_objectness(const Tensor& objectness) {
   return reshape(permute(objectness, {0, 2, 3, 1}), {s[0], s[1] * s[2] * s[3]});
 }
 
-Tensor flatten_deltas(const Tensor& deltas) {
+Tensor flatten_deltas(const Tensor& deltas, int64_t box_dim) {
   ops::check_defined("flatten_deltas", deltas, "deltas");
-  MINIDET_CHECK(deltas.dim() == 4 && deltas.size(1) % 4 == 0, "flatten_deltas: expected (N, 4A, h, w), got ",
-                deltas.sizes());
-  const int64_t n = deltas.size(0), a = deltas.size(1) / 4, h = deltas.size(2), w = deltas.size(3);
-  const Tensor split = reshape(deltas, {n, a, 4, h, w});
-  return reshape(permute(split, {0, 3, 4, 1, 2}), {n, h * w * a, 4});
+  MINIDET_CHECK(box_dim >= 1 && deltas.dim() == 4 && deltas.size(1) % box_dim == 0, "flatten_deltas: expected (N, ",
+                box_dim, "A, h, w), got ", deltas.sizes());
+  const int64_t n = deltas.size(0), a = deltas.size(1) / box_dim, h = deltas.size(2), w = deltas.size(3);
+  const Tensor split = reshape(deltas, {n, a, box_dim, h, w});
+  return reshape(permute(split, {0, 3, 4, 1, 2}), {n, h * w * a, box_dim});
 }
 
 }  // namespace minidet::models

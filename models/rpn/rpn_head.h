@@ -3,7 +3,8 @@
 //
 //   t          = ReLU(conv3x3(features))                 (N, F, h, w), padding 1: the same size
 //   objectness = conv1x1(t) -> (N, A, h, w)              one logit per anchor: "is there an object here?"
-//   deltas     = conv1x1(t) -> (N, 4A, h, w)             (dx, dy, dw, dh) per anchor, for the BoxCoder
+//   deltas     = conv1x1(t) -> (N, DA, h, w)             D deltas per anchor: (dx, dy, dw, dh) for the BoxCoder
+//                                                        (D = 4), plus da for rotated anchors (D = 5)
 //
 // A is the number of anchors per position (AnchorGenerator::num_anchors_per_location). All three convs
 // start from N(0, 0.01^2) weights and zero biases, as torchvision's, so the first objectness is about 0
@@ -12,7 +13,7 @@
 // flatten_objectness / flatten_deltas put the outputs in the anchors' order (models/anchors): index
 // (y * w + x) * A + a, the order of (N, h, w, A):
 //   objectness (N, A, h, w)  -> permute (N, h, w, A)    -> (N, h*w*A)
-//   deltas     (N, 4A, h, w) -> view (N, A, 4, h, w) -> permute (N, h, w, A, 4) -> (N, h*w*A, 4)
+//   deltas     (N, DA, h, w) -> view (N, A, D, h, w) -> permute (N, h, w, A, D) -> (N, h*w*A, D)
 // Both are differentiable views (and one copy), so gradients flow back into the head.
 #pragma once
 
@@ -27,12 +28,13 @@ namespace minidet::models {
 
 struct RPNHeadOutput {
   Tensor objectness;  // (N, A, h, w)
-  Tensor deltas;      // (N, 4A, h, w)
+  Tensor deltas;      // (N, DA, h, w)
 };
 
 class RPNHead final : public nn::Module {
  public:
-  RPNHead(int64_t in_channels, int64_t num_anchors, Generator* generator = nullptr);
+  // box_dim D: 4 for axis-aligned anchors, 5 for rotated ones (models/common/box_type.h).
+  RPNHead(int64_t in_channels, int64_t num_anchors, Generator* generator = nullptr, int64_t box_dim = 4);
   RPNHeadOutput forward(const Tensor& features);
   // forward(features), or the replacement the engine installed (nn::Module::replace_forward).
   RPNHeadOutput operator()(const Tensor& features);
@@ -40,9 +42,10 @@ class RPNHead final : public nn::Module {
 
   std::shared_ptr<nn::Conv2d> conv, cls_logits, bbox_pred;
   int64_t num_anchors;
+  int64_t box_dim;
 };
 
 Tensor flatten_objectness(const Tensor& objectness);  // (N, A, h, w) -> (N, h*w*A)
-Tensor flatten_deltas(const Tensor& deltas);          // (N, 4A, h, w) -> (N, h*w*A, 4)
+Tensor flatten_deltas(const Tensor& deltas, int64_t box_dim = 4);  // (N, DA, h, w) -> (N, h*w*A, D)
 
 }  // namespace minidet::models

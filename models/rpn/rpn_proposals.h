@@ -1,13 +1,16 @@
 // rpn_proposals: from the RPN's per-anchor outputs to each image's proposals (Ren et al. 2015; torchvision's
 // RegionProposalNetwork.filter_proposals), for one feature level.
 //
-// Per image n, with o (K) its objectness logits, d (K, 4) its deltas and the anchors (K, 4):
+// Per image n, with o (K) its objectness logits, d (K, D) its deltas and the anchors (K, D), D = 4 for
+// axis-aligned anchors and 5 for rotated ones (the box type, models/common/box_type.h):
 //   top       = topk(o, min(pre_nms_top_n, K))                      the best-scoring anchors first
-//   boxes     = clip(BoxCoder(1,1,1,1).decode(d[top], anchors[top]), image n's (height, width))
+//   boxes     = clip(decode(d[top], anchors[top]), image n's (height, width))   BoxCoder(1,1,1,1) or
+//               RotatedBoxCoder(1,1,1,1,1); rotated boxes are not clipped (box_type.h says why)
 //   scores    = sigmoid(o[top])
 //   keep      = boxes with both sides >= min_size and score >= score_threshold
-//   nms       = NMS(boxes[keep], scores[keep], nms_threshold)   (per image: images never suppress each other)
-//   proposals = the first post_nms_top_n of nms, in decreasing score order   (P_n <= post_nms_top_n, 4)
+//   nms       = NMS(boxes[keep], scores[keep], nms_threshold)   (per image: images never suppress each other;
+//               rotated NMS for rotated boxes)
+//   proposals = the first post_nms_top_n of nms, in decreasing score order   (P_n <= post_nms_top_n, D)
 // Everything is detached: proposals are constants for the second stage, as in torchvision (the RPN learns
 // from its own losses only).
 //
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "models/box_coder/rotated_box_coder.h"
 #include "models/common/padded_proposals.h"
 
 namespace minidet::models {
@@ -41,20 +45,23 @@ struct ProposalOptions {
   double nms_threshold = 0.7;
   double min_size = 1e-3;         // both sides, in pixels
   double score_threshold = 0.0;   // on the sigmoid score
+  // Rotated anchors only: the frame of the decoded centre offsets, the RPN loss's (set from
+  // DetectorConfig::rotated_offsets; not a key of the train / test JSON objects).
+  OffsetFrame rotated_offsets = OffsetFrame::kImage;
 };
 
 // Throws, naming `op`, when an option is out of range (top-n < 1, threshold outside [0, 1], min_size < 0 or
 // non-finite).
 void check_proposal_options(const char* op, const ProposalOptions& options);
 
-// objectness (N, K), deltas (N, K, 4) in anchor order (flatten_objectness / flatten_deltas); anchors (K, 4)
+// objectness (N, K), deltas (N, K, D) in anchor order (flatten_objectness / flatten_deltas); anchors (K, D)
 // of the same dtype and device; image_sizes[n] = (height, width) of image n before padding (positive).
-// Returns one (P_n, 4) tensor per image, detached, on the inputs' device, in decreasing score order.
+// Returns one (P_n, D) tensor per image, detached, on the inputs' device, in decreasing score order.
 std::vector<Tensor> rpn_proposals(const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,
                                   const std::vector<std::array<int64_t, 2>>& image_sizes,
                                   const ProposalOptions& options = {});
 
-// The same proposals as one (N, P, 4) table and device-side counts (models/common/padded_proposals.h),
+// The same proposals as one (N, P, D) table and device-side counts (models/common/padded_proposals.h),
 // P = min(post_nms_top_n, pre_nms_top_n, K): no host synchronisation at all. NMS's status is not read (it
 // cannot fire here: NMS sees finite rows only, see rpn_proposals.cpp). N = 0 or K = 0: P = 0, empty tables.
 PaddedProposals rpn_proposals_padded(const Tensor& objectness, const Tensor& deltas, const Tensor& anchors,

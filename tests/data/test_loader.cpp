@@ -5,6 +5,7 @@
 #include "core/factories.h"
 #include "core/transfer_counts.h"
 #include "data/loader/loader.h"
+#include "data/shapes/rotated_shapes_dataset.h"
 #include "data/shapes/shapes_dataset.h"
 #include "tests/support.h"
 
@@ -102,6 +103,46 @@ TEST_CASE("values/loader: to_device gives every image views of one boxes and one
   CHECK(to_device(empty, minidet::kFloat32).boxes.empty());
 }
 
+TEST_CASE("values/loader: rotated targets are the rotated boxes or the axis-aligned ones at angle 0") {
+  // A rotated dataset: each image's (M, 5) rows are its samples' rotated boxes.
+  RotatedShapesOptions rotated_options;
+  rotated_options.train_images = 6;
+  const RotatedShapesDataset rotated(Split::kTrain, rotated_options);
+  LoaderOptions options;
+  options.batch_size = 3;
+  options.shuffle = false;
+  DataLoader loader(rotated, options);
+  const Batch batch = *loader.next();
+  REQUIRE(batch.rotated_boxes.size() == 3);
+  for (int64_t n = 0; n < 3; ++n) {
+    const Sample sample = rotated.get(n);
+    CHECK(batch.rotated_boxes[n].sizes() == minidet::Shape{static_cast<int64_t>(sample.labels.size()), 5});
+    CHECK(batch.rotated_boxes[n].dtype() == minidet::kFloat32);
+    CHECK(batch.rotated_boxes[n].to_vector<float>() ==
+          rotated_boxes_tensor(sample.rotated_boxes).to_vector<float>());
+  }
+  // to_device with the rotated boxes: they take the place of boxes, in one copy, as the axis-aligned do.
+  const Batch moved = to_device(batch, minidet::kFloat64, TargetBoxes::kRotated);
+  CHECK(moved.rotated_boxes.empty());
+  for (int64_t n = 0; n < 3; ++n) {
+    CHECK(moved.boxes[n].dtype() == minidet::kFloat64);
+    CHECK(moved.boxes[n].to(minidet::kFloat32).to_vector<float>() == batch.rotated_boxes[n].to_vector<float>());
+  }
+  // An axis-aligned dataset: its boxes (x1, y1, x2, y2) as (cx, cy, w, h, 0).
+  const ShapesDataset shapes = tiny_shapes();
+  DataLoader axis_loader(shapes, options);
+  const Batch axis = *axis_loader.next();
+  for (int64_t n = 0; n < 3; ++n) {
+    const std::vector<float> xyxy = axis.boxes[n].to_vector<float>(), rows = axis.rotated_boxes[n].to_vector<float>();
+    REQUIRE(rows.size() == xyxy.size() / 4 * 5);
+    for (size_t m = 0; m < xyxy.size() / 4; ++m) {
+      const float* b = &xyxy[4 * m];
+      CHECK(std::vector<float>(rows.begin() + 5 * m, rows.begin() + 5 * m + 5) ==
+            std::vector<float>{(b[0] + b[2]) / 2, (b[1] + b[3]) / 2, b[2] - b[0], b[3] - b[1], 0});
+    }
+  }
+}
+
 TEST_CASE("errors/loader: to_device names a batch whose targets do not pair up") {
   Batch batch = three_images();
   batch.labels.pop_back();
@@ -112,6 +153,13 @@ TEST_CASE("errors/loader: to_device names a batch whose targets do not pair up")
   CHECK_THROWS_CONTAINING(to_device(batch, minidet::kFloat32),
                           "data::to_device: expected boxes[0] of shape (M, 4) and labels[0] of shape (M)");
   CHECK_THROWS_CONTAINING(to_device(Batch(), minidet::kFloat32), "data::to_device: the batch has no images");
+  // Rotated targets: one (M, 5) tensor per labels tensor.
+  batch = three_images();
+  CHECK_THROWS_CONTAINING(to_device(batch, minidet::kFloat32, TargetBoxes::kRotated),
+                          "data::to_device: expected one labels tensor per rotated_boxes tensor, got 3 and 0");
+  batch.rotated_boxes = batch.boxes;
+  CHECK_THROWS_CONTAINING(to_device(batch, minidet::kFloat32, TargetBoxes::kRotated),
+                          "data::to_device: expected rotated_boxes[0] of shape (M, 5) and labels[0] of shape (M)");
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/loader: to_device uploads a batch in three copies whatever its size") {

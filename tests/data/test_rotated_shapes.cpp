@@ -58,32 +58,66 @@ TEST_CASE("values/rotated_shapes: the same seed gives identical images and boxes
   CHECK(first.size() == 1000);
   CHECK(first.class_names() == std::vector<std::string>{"rectangle", "ellipse", "bar"});
   for (int64_t index : {0, 5, 17, 999}) {
-    const RotatedSample a = first.get(index), b = second.get(index);
+    const Sample a = first.get(index), b = second.get(index);
     CHECK(a.image == b.image);
-    CHECK(a.boxes == b.boxes);
+    CHECK(a.rotated_boxes == b.rotated_boxes);
     CHECK(a.labels == b.labels);
     CHECK(a.image_id == index + 1);
   }
   // Random access: asking in another order changes nothing.
-  const RotatedSample late = first.get(17);
+  const Sample late = first.get(17);
   (void)first.get(3);
   CHECK(first.get(17).image == late.image);
-  CHECK(first.get(17).boxes == late.boxes);
+  CHECK(first.get(17).rotated_boxes == late.rotated_boxes);
   // Another seed, the other split, or ShapesDataset with the same seed: other images.
   options.seed = 8;
   CHECK(RotatedShapesDataset(Split::kTrain, options).get(5).image != first.get(5).image);
   CHECK(RotatedShapesDataset(Split::kTest, RotatedShapesOptions{}).get(5).image !=
         RotatedShapesDataset(Split::kTrain, RotatedShapesOptions{}).get(5).image);
   // The boxes tensor: (M, 5) rows in box order, float32 unless asked.
-  const RotatedSample sample = first.get(5);
-  const Tensor boxes = sample.boxes_tensor(kFloat64);
-  CHECK(boxes.sizes() == Shape{static_cast<int64_t>(sample.boxes.size()), 5});
-  if (!sample.boxes.empty()) {
-    const RotatedBox& b = sample.boxes[0];
+  const Sample sample = first.get(5);
+  const Tensor boxes = rotated_boxes_tensor(sample.rotated_boxes, kFloat64);
+  CHECK(boxes.sizes() == Shape{static_cast<int64_t>(sample.rotated_boxes.size()), 5});
+  if (!sample.rotated_boxes.empty()) {
+    const RotatedBox& b = sample.rotated_boxes[0];
     CHECK(boxes.narrow(0, 0, 1).to_vector<double>() == std::vector<double>{b.cx, b.cy, b.w, b.h, b.angle});
   }
-  CHECK(sample.boxes_tensor().dtype() == kFloat32);
+  CHECK(rotated_boxes_tensor(sample.rotated_boxes).dtype() == kFloat32);
   CHECK(rotated_boxes_tensor({}).sizes() == Shape{0, 5});
+}
+
+TEST_CASE("values/rotated_shapes: a Dataset whose boxes are the rotated boxes' bounding boxes") {
+  const RotatedShapesDataset dataset(Split::kTest, RotatedShapesOptions{});
+  const Dataset& any = dataset;
+  CHECK(any.rotated());
+  CHECK(any.num_classes() == 3);
+  int64_t objects = 0;
+  for (int64_t index = 0; index < 20; ++index) {
+    const Sample sample = any.get(index);
+    check_sample(sample, 3, "rotated shapes");
+    REQUIRE(sample.boxes.size() == sample.rotated_boxes.size());
+    for (size_t k = 0; k < sample.boxes.size(); ++k) {
+      const RotatedBox& r = sample.rotated_boxes[k];
+      const Box& b = sample.boxes[k];
+      CHECK(b == bounding_box(r));
+      // The hull touches every side of the box's corners and holds the centre.
+      const std::vector<double> c = r.corners();
+      double low_x = c[0], high_x = c[0];
+      for (size_t j = 0; j < c.size(); j += 2) low_x = std::min(low_x, c[j]), high_x = std::max(high_x, c[j]);
+      CHECK(b.x1 == low_x);
+      CHECK(b.x2 == high_x);
+      CHECK(b.x1 < r.cx);
+      CHECK(r.cy < b.y2);
+      ++objects;
+    }
+    // target() gives get()'s annotations without the pixels.
+    const Target target = any.target(index);
+    CHECK(target.image_id == sample.image_id);
+    CHECK(target.boxes == sample.boxes);
+    CHECK(target.rotated_boxes == sample.rotated_boxes);
+    CHECK(target.labels == sample.labels);
+  }
+  CHECK(objects > 20);
 }
 
 TEST_CASE("values/rotated_shapes: every box is inside the image normalised long edge first with classes 1..3") {
@@ -93,12 +127,12 @@ TEST_CASE("values/rotated_shapes: every box is inside the image normalised long 
   int64_t objects = 0, negative_angles = 0, positive_angles = 0;
   for (int64_t index = 0; index < 200; ++index) {
     const RotatedShapesLayout layout = dataset.layout(index);
-    const RotatedSample sample = dataset.get(index);
-    REQUIRE(sample.boxes.size() == sample.labels.size());
-    REQUIRE(sample.boxes.size() == layout.objects.size());
-    CHECK(sample.boxes.size() <= 4);
-    for (size_t k = 0; k < sample.boxes.size(); ++k) {
-      const RotatedBox& box = sample.boxes[k];
+    const Sample sample = dataset.get(index);
+    REQUIRE(sample.rotated_boxes.size() == sample.labels.size());
+    REQUIRE(sample.rotated_boxes.size() == layout.objects.size());
+    CHECK(sample.rotated_boxes.size() <= 4);
+    for (size_t k = 0; k < sample.rotated_boxes.size(); ++k) {
+      const RotatedBox& box = sample.rotated_boxes[k];
       const int64_t label = sample.labels[k];
       CAPTURE(index);
       CAPTURE(k);
@@ -137,9 +171,9 @@ TEST_CASE("values/rotated_shapes: bars are 4 to 10 times longer than thick and r
   int64_t bars = 0, others = 0;
   double longest_bar_aspect = 0;
   for (int64_t index = 0; index < dataset.size(); ++index) {
-    const RotatedSample sample = dataset.get(index);
-    for (size_t k = 0; k < sample.boxes.size(); ++k) {
-      const double aspect = sample.boxes[k].w / sample.boxes[k].h;
+    const Sample sample = dataset.get(index);
+    for (size_t k = 0; k < sample.rotated_boxes.size(); ++k) {
+      const double aspect = sample.rotated_boxes[k].w / sample.rotated_boxes[k].h;
       CAPTURE(index);
       if (sample.labels[k] == 3) {
         CHECK(aspect >= 4.0 * (1 - 1e-12));
@@ -165,13 +199,13 @@ TEST_CASE("values/rotated_shapes: painted pixels lie inside the rotated box and 
   int64_t rectangles = 0, ellipses = 0;
   for (int64_t index = 0; index < 60; ++index) {
     const RotatedShapesLayout layout = dataset.layout(index);
-    const RotatedSample sample = dataset.get(index);
+    const Sample sample = dataset.get(index);
     for (size_t k = 0; k < layout.objects.size(); ++k) {
       const RotatedShapeObject& object = layout.objects[k];
       const RotatedBox& box = object.box;
       CAPTURE(index);
       CAPTURE(k);
-      CHECK(box == sample.boxes[k]);
+      CHECK(box == sample.rotated_boxes[k]);
       // Every painted pixel centre of the object lies inside its box (for an ellipse too: it is inscribed).
       int64_t outside = 0;
       for (int64_t y = object.mask.y0; y < object.mask.y0 + object.mask.height; ++y)
@@ -228,11 +262,11 @@ TEST_CASE("values/rotated_shapes: rotated overlaps stay at or below max_overlap_
     double worst = 0;
     int64_t pairs = 0;
     for (int64_t index = 0; index < 100; ++index) {
-      const RotatedSample sample = dataset.get(index);
-      const int64_t m = static_cast<int64_t>(sample.boxes.size());
+      const Sample sample = dataset.get(index);
+      const int64_t m = static_cast<int64_t>(sample.rotated_boxes.size());
       if (m < 2) continue;
-      const std::vector<double> iou =
-          box_iou_rotated(sample.boxes_tensor(kFloat64), sample.boxes_tensor(kFloat64)).to_vector<double>();
+      const Tensor boxes = rotated_boxes_tensor(sample.rotated_boxes, kFloat64);
+      const std::vector<double> iou = box_iou_rotated(boxes, boxes).to_vector<double>();
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < m; ++j)
           if (i != j) {
@@ -255,8 +289,8 @@ TEST_CASE("values/rotated_shapes: empty images come at the configured fraction")
     const RotatedShapesDataset dataset(Split::kTrain, options);
     int64_t empty = 0;
     for (int64_t index = 0; index < dataset.size(); ++index) {
-      const RotatedSample sample = dataset.get(index);
-      if (sample.boxes.empty()) ++empty;
+      const Sample sample = dataset.get(index);
+      if (sample.rotated_boxes.empty()) ++empty;
       CHECK(sample.image.width == 64);
       CHECK(sample.image.height == 64);
     }
@@ -269,7 +303,7 @@ TEST_CASE("values/rotated_shapes: empty images come at the configured fraction")
   }
   options.empty_fraction = 0;
   options.max_objects = 0;
-  CHECK(RotatedShapesDataset(Split::kTrain, options).get(0).boxes.empty());
+  CHECK(RotatedShapesDataset(Split::kTrain, options).get(0).rotated_boxes.empty());
 }
 
 TEST_CASE("values/rotated_shapes: the rotated rasterizers on known boxes") {

@@ -1,6 +1,10 @@
 // Transforms move boxes with the pixels.
+#include <cmath>
+
 #include "core/factories.h"
+#include "data/shapes/rotated_shapes_dataset.h"
 #include "data/shapes/shapes_dataset.h"
+#include "ops/box_iou_rotated/box_iou_rotated.h"
 #include "data/transforms/transforms.h"
 #include "tests/support.h"
 
@@ -74,6 +78,48 @@ TEST_CASE("values/transforms: resize scales boxes with the image") {
   CHECK(squeezed.boxes[0] == Box{1.5, 7.5, 5, 18});
   // Resizing to the same size changes nothing.
   CHECK(resize(original, 40, 30).image == original.image);
+}
+
+TEST_CASE("values/transforms: a flip mirrors rotated boxes and keeps their angle in range") {
+  constexpr double kPi = 3.14159265358979323846;
+  Sample sample = one_object_sample({0, 0, 0});
+  sample.boxes = {{3, 5, 10, 12}, {3, 5, 10, 12}, {3, 5, 10, 12}};
+  sample.labels = {1, 1, 1};
+  sample.rotated_boxes = {{10, 8, 6, 2, 0.3}, {12, 20, 9, 3, -kPi / 2}, {5, 6, 4, 4, 0}};
+  const Sample flipped = horizontal_flip(sample);
+  REQUIRE(flipped.rotated_boxes.size() == 3);
+  CHECK(flipped.rotated_boxes[0] == RotatedBox{30, 8, 6, 2, -0.3});
+  // -(-pi/2) = pi/2 is outside [-pi/2, pi/2): it wraps back to -pi/2, the same box.
+  CHECK(flipped.rotated_boxes[1] == RotatedBox{28, 20, 9, 3, -kPi / 2});
+  CHECK(flipped.rotated_boxes[2] == RotatedBox{35, 6, 4, 4, 0});
+  // Twice is the original; the bounding boxes flip with their rotated boxes.
+  CHECK(horizontal_flip(flipped).rotated_boxes == sample.rotated_boxes);
+  // On painted shapes: the flipped box is where the mirrored pixels are (its corners mirror the original's).
+  const RotatedShapesDataset dataset(Split::kTrain, RotatedShapesOptions{});
+  for (int64_t index = 0; index < 10; ++index) {
+    const Sample original = dataset.get(index), mirrored = horizontal_flip(original);
+    for (size_t k = 0; k < original.rotated_boxes.size(); ++k) {
+      const std::vector<double> a = original.rotated_boxes[k].corners(), b = mirrored.rotated_boxes[k].corners();
+      // The same corner set, mirrored: every corner of b is some corner of a with x -> 64 - x.
+      for (size_t j = 0; j < b.size(); j += 2) {
+        double nearest = 1e9;
+        for (size_t i = 0; i < a.size(); i += 2)
+          nearest = std::min(nearest, std::hypot(64 - a[i] - b[j], a[i + 1] - b[j + 1]));
+        CHECK(nearest < 1e-9);
+      }
+      CHECK(mirrored.boxes[k].x1 == doctest::Approx(64 - original.boxes[k].x2));
+    }
+  }
+}
+
+TEST_CASE("values/transforms: resize scales rotated boxes and refuses a stretch") {
+  Sample sample = one_object_sample({0, 0, 0});
+  sample.rotated_boxes = {{6.5, 8.5, 7, 7, 0.25}};
+  const Sample doubled = resize(sample, 80, 60);
+  CHECK(doubled.rotated_boxes[0] == RotatedBox{13, 17, 14, 14, 0.25});
+  CHECK_THROWS_CONTAINING(resize(sample, 80, 30), "resize: a sample with rotated boxes must keep its aspect ratio");
+  sample.rotated_boxes.clear();
+  CHECK_NOTHROW(resize(sample, 80, 30));
 }
 
 TEST_CASE("values/transforms: normalize and random flip") {

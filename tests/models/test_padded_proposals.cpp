@@ -58,8 +58,12 @@ TEST_CASE("errors/padded_proposals: pad_proposals names what is wrong") {
   CHECK_THROWS_CONTAINING(models::pad_proposals({}),
                           "pad_proposals: expected one proposals tensor per image, got none");
   CHECK_THROWS_CONTAINING(models::pad_proposals({zeros({1, 4}), Tensor()}), "pad_proposals: proposals[1] is undefined");
-  CHECK_THROWS_CONTAINING(models::pad_proposals({zeros({2, 5})}),
-                          "pad_proposals: expected proposals[0] of shape (P, 4), got (2, 5)");
+  CHECK_THROWS_CONTAINING(models::pad_proposals({zeros({2, 6})}),
+                          "pad_proposals: expected proposals[0] of shape (P, 4), got (2, 6)");
+  // Rotated proposals (P, 5) are fine, but every image must have the first one's width.
+  CHECK(models::pad_proposals({zeros({2, 5}), zeros({1, 5})}).boxes.sizes() == Shape{2, 2, 5});
+  CHECK_THROWS_CONTAINING(models::pad_proposals({zeros({2, 5}), zeros({1, 4})}),
+                          "pad_proposals: expected proposals[1] of shape (P, 5), got (1, 4)");
   CHECK_THROWS_CONTAINING(models::pad_proposals({zeros({1, 4}, kInt64)}), "pad_proposals");
   CHECK_THROWS_CONTAINING(models::pad_proposals({zeros({1, 4}, kFloat64), zeros({1, 4}, kFloat32)}), "pad_proposals");
 }

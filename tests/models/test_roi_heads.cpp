@@ -403,7 +403,7 @@ TEST_CASE("errors/roi_heads: sampling and loss inputs") {
   const RoIHeadsOptions o = test::tiny_roi_heads_options();
   CHECK_THROWS_CONTAINING(models::sample_rois({}, {}, {}, o), "expected one proposals tensor per image, got none");
   CHECK_THROWS_CONTAINING(models::sample_rois({zeros({3, 5}, kFloat64)}, {c.gt_boxes[0]}, {c.gt_labels[0]}, o),
-                          "expected proposals[0] of shape (P, 4)");
+                          "sample_rois: expected proposals of shape (P, 4) (x1, y1, x2, y2), got (3, 5)");
   CHECK_THROWS_CONTAINING(models::sample_rois(c.proposals, {c.gt_boxes[0]}, c.gt_labels, o),
                           "one gt_boxes and one gt_labels tensor per image");
   CHECK_THROWS_CONTAINING(models::sample_rois(c.proposals, {c.gt_boxes[0].to(kFloat32), c.gt_boxes[1]}, c.gt_labels, o),

@@ -170,7 +170,7 @@ TEST_CASE("errors/roi_heads: the module's inputs and options") {
                           "RoIHeads::forward_train");
   CHECK_THROWS_CONTAINING(heads.forward_train(c.features, {padded.boxes.select(0, 0), padded.counts}, c.gt_boxes,
                                               c.gt_labels),
-                          "RoIHeads::forward_train: expected padded proposals of shape (N, P, 4), got (10, 4)");
+                          "RoIHeads::forward_train: expected padded proposals of shape (N, P, 4) (x1, y1, x2, y2), got (10, 4)");
   CHECK_THROWS_CONTAINING(heads.forward_train(c.features, {}, c.gt_boxes, c.gt_labels),
                           "RoIHeads::forward_train: the padded proposals' boxes are undefined");
   CHECK_THROWS_CONTAINING(heads.forward_train(c.features, padded, {c.gt_boxes[0]}, c.gt_labels),

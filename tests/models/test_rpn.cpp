@@ -208,7 +208,7 @@ TEST_CASE("errors/rpn: shapes devices dtypes and head input") {
   CHECK_THROWS_CONTAINING(models::rpn_loss(zeros({3, 4}, kFloat64), d, anchors, gt), "expected objectness of shape (3, 5)");
   CHECK_THROWS_CONTAINING(models::rpn_loss(o, zeros({3, 5, 3}, kFloat64), anchors, gt), "expected deltas of shape (3, 5, 4)");
   CHECK_THROWS_CONTAINING(models::rpn_loss(zeros({2, 5}, kFloat64), d, anchors, gt), "expected objectness of shape (3, 5)");
-  CHECK_THROWS_CONTAINING(models::rpn_loss(o, d, zeros({5, 3}, kFloat64), gt), "expected anchors of shape (K, 4)");
+  CHECK_THROWS_CONTAINING(models::rpn_loss(o, d, zeros({5, 3}, kFloat64), gt), "rpn_loss: expected anchors with 4 columns (x1, y1, x2, y2) or 5");
   CHECK_THROWS_CONTAINING(models::rpn_loss(o, d, anchors, {zeros({1, 5}, kFloat64), gt[1], gt[2]}),
                           "expected gt_boxes[0] of shape (M, 4)");
   CHECK_THROWS_CONTAINING(models::rpn_loss(o.to(kFloat32), d, anchors, gt), "rpn_loss");

@@ -19,25 +19,17 @@ Without shapely it prints "skipped: python3-shapely not installed" and exits 0 (
     box_iou_rotated_reference.py --print build/cpu/tests/box_iou_rotated_print --work /tmp/box_iou_rotated
 """
 
-import argparse
 import math
 import os
 import random
 import subprocess
 import sys
 
+import reference_common
+from reference_common import corners
+
 TOLERANCE = 1e-6
 PI = math.pi
-
-
-def corners(box):
-    cx, cy, w, h, a = box
-    c, s = math.cos(a), math.sin(a)
-    hw, hh = abs(w) / 2, abs(h) / 2
-    ux, uy = hw * c, -hw * s  # half the box's x axis
-    vx, vy = hh * s, hh * c  # half the box's y axis
-    return [(cx - ux - vx, cy - uy - vy), (cx + ux - vx, cy + uy - vy), (cx + ux + vx, cy + uy + vy),
-            (cx - ux + vx, cy - uy + vy)]
 
 
 def neighbour(box, steps_u, steps_v):
@@ -94,15 +86,10 @@ def box_sets():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--print", dest="printer", required=True, help="the box_iou_rotated_print program")
-    parser.add_argument("--work", required=True, help="a folder for the boxes file")
-    args = parser.parse_args()
-    try:
-        from shapely.geometry import Polygon
-    except ImportError:
-        print("skipped: python3-shapely not installed (no module shapely for %s)" % sys.executable)
+    args = reference_common.arguments_or_skip(__doc__, "box_iou_rotated_print", "a folder for the boxes file")
+    if args is None:
         return 0
+    from shapely.geometry import Polygon
 
     first, second = box_sets()
     os.makedirs(args.work, exist_ok=True)

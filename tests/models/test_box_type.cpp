@@ -1,0 +1,84 @@
+// BoxType: each step of the detector that depends on the box type calls the right op for either type.
+#include <algorithm>
+#include <cmath>
+
+#include "core/factories.h"
+#include "models/common/box_type.h"
+#include "models/faster_rcnn/detector_config.h"
+#include "ops/box_iou_rotated/box_iou_rotated.h"
+#include "ops/boxes/box_geometry.h"
+#include "ops/boxes/box_iou.h"
+#include "ops/nms/nms.h"
+#include "ops/nms_rotated/nms_rotated.h"
+#include "tests/support.h"
+
+using namespace minidet;
+using models::BoxType;
+
+TEST_CASE("values/box_type: each step calls the op of its box type") {
+  const Tensor xyxy = from_vector<double>({0, 0, 10, 10, 5, 5, 15, 12, -3, 2, 40, 9}, {3, 4});
+  const Tensor rotated = from_vector<double>({5, 5, 10, 10, 0.3, 10, 8, 10, 7, -1.2, 30, 5, 43, 7, 0.1}, {3, 5});
+  CHECK(models::box_dim(BoxType::kAxisAligned) == 4);
+  CHECK(models::box_dim(BoxType::kRotated) == 5);
+  CHECK(models::box_type_of("t", xyxy) == BoxType::kAxisAligned);
+  CHECK(models::box_type_of("t", rotated) == BoxType::kRotated);
+  CHECK(models::box_type_of("t", zeros({2, 7, 5})) == BoxType::kRotated);
+
+  CHECK(test::allclose(models::pairwise_iou(BoxType::kAxisAligned, xyxy, xyxy), box_iou(xyxy, xyxy), 0, 0));
+  CHECK(test::allclose(models::pairwise_iou(BoxType::kRotated, rotated, rotated), box_iou_rotated(rotated, rotated), 0,
+                       0));
+  CHECK(models::box_sides(BoxType::kAxisAligned, xyxy).to_vector<double>() ==
+        std::vector<double>{10, 10, 10, 7, 43, 7});
+  CHECK(models::box_sides(BoxType::kRotated, rotated).to_vector<double>() == std::vector<double>{10, 10, 10, 7, 43, 7});
+  CHECK(test::allclose(models::clip_to_image(BoxType::kAxisAligned, xyxy, 8, 12), clip_boxes_to_image(xyxy, 8, 12), 0,
+                       0));
+  CHECK(models::clip_to_image(BoxType::kRotated, rotated, 8, 12).to_vector<double>() == rotated.to_vector<double>());
+
+  const Tensor scores = from_vector<double>({0.9, 0.8, 0.7}, {3});
+  const Tensor classes = from_vector<int64_t>({1, 1, 2}, {3});
+  CHECK(models::batched_nms(BoxType::kAxisAligned, xyxy, scores, classes, 0.1).to_vector<int64_t>() ==
+        batched_nms(xyxy, scores, classes, 0.1).to_vector<int64_t>());
+  CHECK(models::batched_nms(BoxType::kRotated, rotated, scores, classes, 0.1).to_vector<int64_t>() ==
+        batched_nms_rotated(rotated, scores, classes, 0.1).to_vector<int64_t>());
+  // The segmented mask of either type keeps what NMS per segment keeps.
+  for (BoxType type : {BoxType::kAxisAligned, BoxType::kRotated}) {
+    const Tensor& boxes = type == BoxType::kRotated ? rotated : xyxy;
+    const std::vector<int64_t> kept =
+        models::batched_nms(type, boxes, scores, zeros({3}, kInt64), 0.1).to_vector<int64_t>();
+    const std::vector<uint8_t> mask =
+        models::segmented_nms_mask(type, boxes, scores, 1, 0.1).keep_mask.to(kUInt8).to_vector<uint8_t>();
+    for (int64_t i = 0; i < 3; ++i)
+      CHECK((mask[i] != 0) == (std::find(kept.begin(), kept.end(), i) != kept.end()));
+  }
+
+  // The coder: BoxCoder's or RotatedBoxCoder's deltas with the angle weight last.
+  const models::BoxTypeCoder axis(BoxType::kAxisAligned, {10, 10, 5, 5}), turned(BoxType::kRotated, {10, 10, 5, 5}, 2);
+  const Tensor anchors = from_vector<double>({1, 1, 9, 12, 4, 6, 14, 10, -1, 3, 38, 8}, {3, 4});
+  CHECK(test::allclose(axis.encode(xyxy, anchors), models::BoxCoder({10, 10, 5, 5}).encode(xyxy, anchors), 0, 0));
+  const models::RotatedBoxCoder reference({10, 10, 5, 5, 2});
+  const Tensor references = from_vector<double>({6, 4, 8, 11, 1.2, 9, 9, 12, 6, -0.2, 28, 6, 40, 6, 1.5}, {3, 5});
+  CHECK(test::allclose(turned.encode(rotated, references), reference.encode(rotated, references), 0, 0));
+  const Tensor deltas = turned.encode(rotated, references);
+  CHECK(test::allclose(turned.decode(deltas, references), reference.decode(deltas, references), 0, 0));
+}
+
+TEST_CASE("errors/box_type: widths other than 4 and 5 are named") {
+  CHECK_THROWS_CONTAINING(models::box_type_of("op", zeros({3, 6})),
+                          "op: expected boxes with 4 columns (x1, y1, x2, y2) or 5 (cx, cy, w, h, angle), got (3, 6)");
+  CHECK_THROWS_CONTAINING(models::box_type_of("op", Tensor(), "anchors"), "op: expected anchors with 4 columns");
+}
+
+TEST_CASE("values/detector_config: box_type rotated reaches the RPN and the RoI heads") {
+  models::DetectorConfig config;
+  config.set("box_type=rotated");
+  config.set("rpn.anchor_angles_degrees=[0, 45, 90]");
+  CHECK(config.box_type == BoxType::kRotated);
+  const models::DetectorConfig r = config.resolved();
+  CHECK(r.rpn.box_type == BoxType::kRotated);
+  CHECK(r.roi_heads.box_type == BoxType::kRotated);
+  CHECK(models::DetectorConfig::from_json(config.to_json()).to_json() == config.to_json());
+  CHECK(config.to_json().find("\"box_type\": \"rotated\"") != std::string::npos);
+  CHECK_THROWS_CONTAINING(config.set("box_type=oriented"), "box_type");
+  config.rpn.anchor_angles_degrees = {0, std::nan("")};
+  CHECK_THROWS_CONTAINING(config.validate(), "rpn.anchor_angles_degrees must be finite");
+}
