@@ -1,12 +1,12 @@
 // What the evaluators compare: ground-truth objects and scored detections, keyed by COCO image and category
 // ids (not contiguous labels), so a results file and a ground-truth file can be evaluated as they are.
 //
-// Rotated boxes (docs/rotated.md): a rotated object or detection keeps its exact box in rotated_box, in the
-// convention of data/box/rotated_box.h (radians, normalised), and its bounding box in box, so every tool
-// that reads only `box` (where a picture puts its tags, programs written before rotated boxes) still works. The evaluators measure overlap with the
-// rotated IoU when the ground truth is rotated (GroundTruth::rotated) or any detection is (Detection::rotated);
-// an axis-aligned box then takes part as itself at angle 0 (from_axis_aligned: the same region). Otherwise
-// they measure axis-aligned IoU on `box`, exactly as before rotated boxes existed.
+// Rotated boxes (docs/rotated.md): a rotated object or detection keeps its exact box in rotated_box, in the convention
+// of data/box/rotated_box.h (radians, normalised), and its bounding box in box, so every tool that reads only `box`
+// (where a picture puts its tags, programs written before rotated boxes) still works. The evaluators measure overlap
+// with the rotated IoU when the ground truth is rotated (GroundTruth::rotated) or any detection is
+// (Detection::rotated); an axis-aligned box then takes part as itself at angle 0 (from_axis_aligned: the same region).
+// Otherwise they measure axis-aligned IoU on `box`, exactly as before rotated boxes existed.
 #pragma once
 
 #include <cstdint>

@@ -24,7 +24,8 @@
 //                    "test":  { same keys } },
 //     "roi_heads": { "pooled_size", "sampling_ratio", "aligned", "representation_size", "fg_iou_threshold",
 //                    "bg_iou_threshold", "batch_size_per_image", "positive_fraction", "box_coder_weights",
-//                    "box_coder_angle_weight", "smooth_l1_beta", "score_threshold", "nms_threshold", "min_size", "detections_per_image" } }
+//                    "box_coder_angle_weight", "smooth_l1_beta", "score_threshold", "nms_threshold", "min_size",
+//                    "detections_per_image" } }
 // to_json() writes every key (in alphabetical order), so a run folder's config.json shows the whole model.
 #pragma once
 

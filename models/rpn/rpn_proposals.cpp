@@ -12,11 +12,11 @@
 //   counts    = sum(selected, dim 1)                       image n's proposals are rows[n, :min(count_n, P)]
 // rpn_proposals copies the counts to the host (THE sync) and cuts each image's slice; rpn_proposals_padded
 // returns rows and counts as they are, for a training step that never waits (models/common/padded_proposals.h).
-// An invalid row cannot touch a valid one in NMS: a zero box (of either type) has IoU 0 with anything, and its score -1 sorts it
-// after every valid row. Zeroing it also keeps NaN (from NaN objectness or deltas) out of NMS, which would
-// refuse it: such a row simply is not a proposal, as remove_small_boxes drops NaN boxes. So each image's
-// segment gives exactly NMS over the image's own valid rows. In anomaly mode (autograd/anomaly.h) such NaN
-// rows are an error instead, naming how many there are.
+// An invalid row cannot touch a valid one in NMS: a zero box (of either type) has IoU 0 with anything, and its score
+// -1 sorts it after every valid row. Zeroing it also keeps NaN (from NaN objectness or deltas) out of NMS, which would
+// refuse it: such a row simply is not a proposal, as remove_small_boxes drops NaN boxes. So each image's segment gives
+// exactly NMS over the image's own valid rows. In anomaly mode (autograd/anomaly.h) such NaN rows are an error
+// instead, naming how many there are.
 #include "models/rpn/rpn_proposals.h"
 
 #include <algorithm>
