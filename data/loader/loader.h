@@ -104,8 +104,8 @@ Batch collate(const std::vector<Sample>& samples, const std::vector<int64_t>& in
 // image's tensors being views (narrow) of them, instead of 2 x batch copies of a few bytes each (every copy
 // to a GPU is an API call and a staging copy). An image without objects gets (0, D) and (0) views.
 // `boxes` picks which boxes travel: the axis-aligned ones (M, 4), or the rotated ones (M, 5), which then
-// take the place of `boxes` in the result (its rotated_boxes is left empty), so that a model reads its
-// targets from `boxes` whatever its box type.
+// take the place of `boxes` in the result, so that a model reads its targets from `boxes` whatever its box
+// type. The result's rotated_boxes is empty either way: only the chosen boxes travel.
 enum class TargetBoxes { kAxisAligned, kRotated };
 Batch to_device(const Batch& batch, const TensorOptions& image_options,
                 TargetBoxes boxes = TargetBoxes::kAxisAligned);

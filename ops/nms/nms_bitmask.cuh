@@ -95,6 +95,24 @@ struct Pass {
   int64_t* status = nullptr;   // (2): the kept count is added into status[0]; status[1] = the bad-input flags
 };
 
+// A Pass over an op's scratch tensors, filled the same way by every op: order (int64, score position -> input
+// index), bad_flags (uint8, one per gather block), status (int64 (2)), and either keep (int64) or keep_mask
+// (bool), the other undefined. sorted_classes may be null (no class test).
+inline Pass make_pass(int64_t length, int64_t segments, const int64_t* sorted_classes, const Tensor& order,
+                      const Tensor& bad_flags, const Tensor& keep, const Tensor& keep_mask, const Tensor& status) {
+  Pass pass;
+  pass.length = length;
+  pass.segments = segments;
+  pass.sorted_classes = sorted_classes;
+  pass.order = order.data<int64_t>();
+  pass.bad_flags = bad_flags.data<uint8_t>();
+  pass.bad_flag_count = static_cast<int>(bad_flags.numel());
+  pass.keep = keep.defined() ? keep.data<int64_t>() : nullptr;
+  pass.keep_mask = keep_mask.defined() ? keep_mask.data<bool>() : nullptr;
+  pass.status = status.data<int64_t>();
+  return pass;
+}
+
 // The greedy walk over a finished mask (nms_cuda.cu's nms_reduce_kernel), one thread block per segment.
 void launch_nms_reduce(const Pass& pass, int64_t blocks, const Word* mask, const unsigned char* tile_nonzero);
 

@@ -327,16 +327,8 @@ void launch_nms(const char* op, const NmsArgs& args, const Tensor& keep, const T
       segments > 1 ? length : n, T(args.offset), sorted_boxes.data<T>(), areas.data<T>(), sorted_class_data,
       bad_flags.data<uint8_t>());
   MINIDET_CUDA_LAUNCH_CHECK("nms_gather_kernel");
-  nms_bitmask::Pass pass;
-  pass.length = length;
-  pass.segments = segments;
-  pass.sorted_classes = sorted_class_data;
-  pass.order = args.order.data<int64_t>();
-  pass.bad_flags = bad_flags.data<uint8_t>();
-  pass.bad_flag_count = gather_blocks;
-  pass.keep = keep.defined() ? keep.data<int64_t>() : nullptr;
-  pass.keep_mask = keep_mask.defined() ? keep_mask.data<bool>() : nullptr;
-  pass.status = status.data<int64_t>();
+  const nms_bitmask::Pass pass =
+      nms_bitmask::make_pass(length, segments, sorted_class_data, args.order, bad_flags, keep, keep_mask, status);
   const AxisAlignedRule<T> rule{sorted_boxes.data<T>(), areas.data<T>(), static_cast<T>(args.iou_threshold),
                                 T(args.offset)};
   nms_bitmask::launch_nms_bitmask(op, rule, pass, device);  // steps 2 and 3

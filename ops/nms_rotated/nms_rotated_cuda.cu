@@ -96,16 +96,8 @@ void launch_nms_rotated(const char* op, const NmsRotatedArgs& args, const Tensor
       n, args.boxes.data<T>(), args.scores.data<T>(), batched ? args.class_ids.data<int64_t>() : nullptr,
       args.order.data<int64_t>(), length, boxes_data, sorted_class_data, bad_flags.data<uint8_t>());
   MINIDET_CUDA_LAUNCH_CHECK("nms_rotated_gather_kernel");
-  nms_bitmask::Pass pass;
-  pass.length = length;
-  pass.segments = args.segments;
-  pass.sorted_classes = sorted_class_data;
-  pass.order = args.order.data<int64_t>();
-  pass.bad_flags = bad_flags.data<uint8_t>();
-  pass.bad_flag_count = gather_blocks;
-  pass.keep = keep.defined() ? keep.data<int64_t>() : nullptr;
-  pass.keep_mask = keep_mask.defined() ? keep_mask.data<bool>() : nullptr;
-  pass.status = status.data<int64_t>();
+  const nms_bitmask::Pass pass = nms_bitmask::make_pass(length, args.segments, sorted_class_data, args.order,
+                                                        bad_flags, keep, keep_mask, status);
   nms_bitmask::launch_nms_bitmask(op, RotatedRule<T>{boxes_data, static_cast<T>(args.iou_threshold)}, pass, device);
 }
 

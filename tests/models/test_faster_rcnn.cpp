@@ -16,7 +16,7 @@
 #include "ops/elementwise/binary.h"
 #include "ops/reduction/reduction.h"
 #include "tests/models/deformable_helpers.h"
-#include "tests/models/overfit_helpers.h"
+#include "tests/models/detector_helpers.h"
 #include "tests/models/tiny_detector.h"
 #include "tests/support.h"
 
@@ -31,18 +31,6 @@ using test::TinyBatch;
 using test::tiny_batch;
 
 double value(const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64).item<double>(); }
-
-// The training loss composed from the blocks with the proposals given: what forward_train computes, except
-// that the proposals are an input instead of the RPN's output of this very evaluation (which is discarded).
-Tensor composed_loss(FasterRCNN& model, const TinyBatch& b, const models::PaddedProposals& proposals, uint64_t seed) {
-  Generator gen(seed);
-  const Tensor features = (*model.backbone)(b.images);
-  const models::RPNTrainOutput rpn = model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &gen);
-  Losses losses = model.roi_heads->forward_train(features, proposals, b.boxes, b.labels, &gen);
-  losses["loss_objectness"] = rpn.losses.objectness;
-  losses["loss_rpn_box_reg"] = rpn.losses.box;
-  return FasterRCNN::total_loss(losses);
-}
 
 }  // namespace
 
@@ -78,14 +66,8 @@ TEST_CASE("values/faster_rcnn: four finite losses, equal to the blocks composed,
   CHECK(value(FasterRCNN::total_loss(model.forward_train(batch, &same))) == total);
 
   // The same step built by hand from the blocks, with the RPN's proposals of the same weights.
-  models::PaddedProposals proposals;
-  {
-    NoGradGuard no_grad;
-    Generator g(5);
-    const Tensor features = (*model.backbone)(b.images);
-    proposals = model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &g).proposals;
-  }
-  CHECK(value(composed_loss(model, b, proposals, 5)) == doctest::Approx(total).epsilon(1e-12));
+  const models::PaddedProposals proposals = test::rpn_proposals_of(model, b, 5);
+  CHECK(value(test::composed_loss(model, b, proposals, 5)) == doctest::Approx(total).epsilon(1e-12));
 
   // Backward reaches every part, the image without objects included.
   FasterRCNN::total_loss(losses).backward();
@@ -152,13 +134,7 @@ TEST_CASE("gradcheck/faster_rcnn: the total training loss against parameters of 
   test::perturb_offset_predictors(model, 12);
   model.to(kFloat64);
   const TinyBatch b = tiny_batch(13);
-  models::PaddedProposals proposals;
-  {
-    NoGradGuard no_grad;
-    Generator g(14);
-    const Tensor features = (*model.backbone)(b.images);
-    proposals = model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &g).proposals;
-  }
+  const models::PaddedProposals proposals = test::rpn_proposals_of(model, b, 14);
   REQUIRE(proposals.counts.to_vector<int64_t>()[0] > 0);
 
   // A random subset: from each part, the tensors whose names a seeded draw picks, and always the deformable
@@ -182,7 +158,7 @@ TEST_CASE("gradcheck/faster_rcnn: the total training loss against parameters of 
   autograd::GradcheckOptions options;
   options.per_element_limit = 5000;
   const auto result = autograd::gradcheck(
-      [&](const autograd::TensorList&) { return composed_loss(model, b, proposals, 14); }, inputs, options);
+      [&](const autograd::TensorList&) { return test::composed_loss(model, b, proposals, 14); }, inputs, options);
   MESSAGE(result.report);
   CHECK_MESSAGE(result.ok, result.report);
   CHECK(result.entries_checked > 0);

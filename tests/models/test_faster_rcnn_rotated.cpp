@@ -16,7 +16,7 @@
 #include "ops/reduction/reduction.h"
 #include "ops/shape/cat.h"
 #include "tests/models/deformable_helpers.h"
-#include "tests/models/overfit_helpers.h"
+#include "tests/models/detector_helpers.h"
 #include "tests/models/tiny_detector.h"
 #include "tests/support.h"
 
@@ -40,39 +40,11 @@ DetectorConfig tiny_rotated_config() {
 }
 
 // tiny_batch's images with rotated objects: a turned box and a thin bar in the first image, none in the second.
-struct RotatedBatch {
-  Tensor images;
-  std::vector<Tensor> boxes, labels;
-  models::ImageSizes sizes{{32, 32}, {32, 28}};
-};
-
-RotatedBatch rotated_batch(uint64_t seed) {
-  const test::TinyBatch b = test::tiny_batch(seed);
-  RotatedBatch r;
-  r.images = b.images;
+test::TinyBatch rotated_batch(uint64_t seed) {
+  test::TinyBatch r = test::tiny_batch(seed);
   r.boxes = {from_vector<double>({10.5, 9.6, 14.2, 9.1, 0.41, 21.9, 20.3, 18.7, 4.2, -1.1}, {2, 5}),
              zeros({0, 5}, kFloat64)};
-  r.labels = b.labels;
   return r;
-}
-
-// The training loss composed from the blocks with the proposals given (as test_faster_rcnn.cpp's).
-Tensor composed_loss(FasterRCNN& model, const RotatedBatch& b, const models::PaddedProposals& proposals,
-                     uint64_t seed) {
-  Generator gen(seed);
-  const Tensor features = (*model.backbone)(b.images);
-  const models::RPNTrainOutput rpn = model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &gen);
-  Losses losses = model.roi_heads->forward_train(features, proposals, b.boxes, b.labels, &gen);
-  losses["loss_objectness"] = rpn.losses.objectness;
-  losses["loss_rpn_box_reg"] = rpn.losses.box;
-  return FasterRCNN::total_loss(losses);
-}
-
-models::PaddedProposals rpn_proposals_of(FasterRCNN& model, const RotatedBatch& b, uint64_t seed) {
-  NoGradGuard no_grad;
-  Generator g(seed);
-  const Tensor features = (*model.backbone)(b.images);
-  return model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &g).proposals;
 }
 
 }  // namespace
@@ -85,7 +57,7 @@ TEST_CASE("values/faster_rcnn_rotated: four finite losses, equal to the blocks c
   CHECK(model.roi_heads->box_head->bbox_pred->weight.size(0) == 5 * 3);  // 5 deltas x (2 classes + background)
   const Tensor anchors = model.rpn->anchors({32, 32}, zeros({2, 4, 4, 4}, kFloat64));
   CHECK(anchors.sizes() == Shape{4 * 4 * 6, 5});
-  const RotatedBatch b = rotated_batch(4);
+  const test::TinyBatch b = rotated_batch(4);
 
   Generator gen(5);
   const Losses losses = model.forward_train(b.images, b.boxes, b.labels, b.sizes, &gen);
@@ -112,9 +84,9 @@ TEST_CASE("values/faster_rcnn_rotated: four finite losses, equal to the blocks c
   Generator same(5);
   CHECK(value(FasterRCNN::total_loss(model.forward_train(batch, &same))) == total);
 
-  const models::PaddedProposals proposals = rpn_proposals_of(model, b, 5);
+  const models::PaddedProposals proposals = test::rpn_proposals_of(model, b, 5);
   CHECK(proposals.boxes.size(2) == 5);
-  CHECK(value(composed_loss(model, b, proposals, 5)) == doctest::Approx(total).epsilon(1e-12));
+  CHECK(value(test::composed_loss(model, b, proposals, 5)) == doctest::Approx(total).epsilon(1e-12));
 
   FasterRCNN::total_loss(losses).backward();
   for (const char* part : {"backbone.stem", "offset_conv.weight", "rpn.head.bbox_pred", "roi_heads.box_head.bbox_pred"}) {
@@ -172,8 +144,8 @@ TEST_CASE("gradcheck/faster_rcnn_rotated: the total training loss against parame
   FasterRCNN model(tiny_rotated_config(), &init);
   test::perturb_offset_predictors(model, 12);
   model.to(kFloat64);
-  const RotatedBatch b = rotated_batch(13);
-  const models::PaddedProposals proposals = rpn_proposals_of(model, b, 14);
+  const test::TinyBatch b = rotated_batch(13);
+  const models::PaddedProposals proposals = test::rpn_proposals_of(model, b, 14);
   REQUIRE(proposals.counts.to_vector<int64_t>()[0] > 0);
 
   autograd::TensorList inputs;
@@ -191,7 +163,7 @@ TEST_CASE("gradcheck/faster_rcnn_rotated: the total training loss against parame
   autograd::GradcheckOptions options;
   options.per_element_limit = 5000;
   const auto result = autograd::gradcheck(
-      [&](const autograd::TensorList&) { return composed_loss(model, b, proposals, 14); }, inputs, options);
+      [&](const autograd::TensorList&) { return test::composed_loss(model, b, proposals, 14); }, inputs, options);
   MESSAGE(result.report);
   CHECK_MESSAGE(result.ok, result.report);
   CHECK(result.entries_checked > 0);
@@ -278,7 +250,7 @@ MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn_rotated: losses and gradients match the
   cpu.to(kFloat64);
   gpu.to(kFloat64);
   gpu.to(Device::cuda());
-  const RotatedBatch b = rotated_batch(43);
+  const test::TinyBatch b = rotated_batch(43);
 
   Generator gen_cpu(44), gen_gpu(44);
   const Losses on_cpu = cpu.forward_train(b.images, b.boxes, b.labels, b.sizes, &gen_cpu);

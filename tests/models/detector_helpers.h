@@ -1,5 +1,6 @@
-// The overfit runs of the detector tests (axis-aligned and rotated): a fixed batch trained for some steps of
-// Adam, and each object's best overlap with a detection of its own class.
+// What the detector tests share (axis-aligned and rotated): the training loss composed from the blocks with
+// given proposals, the RPN's proposals of a batch, the overfit runs (a fixed batch trained for some steps of
+// Adam) and each object's best overlap with a detection of its own class.
 #pragma once
 
 #include <algorithm>
@@ -9,8 +10,30 @@
 #include "data/loader/loader.h"
 #include "models/faster_rcnn/faster_rcnn.h"
 #include "nn/optim/adam.h"
+#include "tests/models/tiny_detector.h"
 
 namespace minidet::test {
+
+// The training loss composed from the blocks with the proposals given: what forward_train computes, except
+// that the proposals are an input instead of the RPN's output of this very evaluation (which is discarded).
+inline Tensor composed_loss(models::FasterRCNN& model, const TinyBatch& b, const models::PaddedProposals& proposals,
+                            uint64_t seed) {
+  Generator gen(seed);
+  const Tensor features = (*model.backbone)(b.images);
+  const models::RPNTrainOutput rpn = model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &gen);
+  models::Losses losses = model.roi_heads->forward_train(features, proposals, b.boxes, b.labels, &gen);
+  losses["loss_objectness"] = rpn.losses.objectness;
+  losses["loss_rpn_box_reg"] = rpn.losses.box;
+  return models::FasterRCNN::total_loss(losses);
+}
+
+// The RPN's training proposals for `b` at the model's current weights, the sampler seeded `seed`.
+inline models::PaddedProposals rpn_proposals_of(models::FasterRCNN& model, const TinyBatch& b, uint64_t seed) {
+  NoGradGuard no_grad;
+  Generator g(seed);
+  const Tensor features = (*model.backbone)(b.images);
+  return model.rpn->forward_train(features, {32, 32}, b.sizes, b.boxes, &g).proposals;
+}
 
 struct LossDrop {
   double first = 0, last = 0;
