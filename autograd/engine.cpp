@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "autograd/anomaly.h"
+#include "autograd/backward_record.h"
 #include "autograd/function.h"
 #include "autograd/trace.h"
 #include "core/accumulate.h"
@@ -147,6 +148,8 @@ void run_backward(const TensorList& roots, const TensorList& grad_roots, bool re
     if (dependencies[node] == 0) ready.push(node);
 
   std::ostream* trace = BackwardTrace::stream();
+  BackwardRecorder* recorder = BackwardRecorder::active();
+  if (recorder && !roots.empty()) recorder->on_start(roots.front().device());
   int step = 0;
   while (!ready.empty()) {
     Node* node = ready.top();
@@ -171,7 +174,7 @@ void run_backward(const TensorList& roots, const TensorList& grad_roots, bool re
         for (const auto& [slot, index] : wanted->second) targets->results[index] = grads[slot];
       if (dynamic_cast<AccumulateGrad*>(node) != nullptr) continue;
     }
-    const TensorList grads_in = trace ? grads : TensorList();
+    const TensorList grads_in = trace || recorder ? grads : TensorList();
     TensorList input_grads = node->apply(std::move(grads));
     if (!retain_graph) node->release_saved();
 
@@ -182,6 +185,7 @@ void run_backward(const TensorList& roots, const TensorList& grad_roots, bool re
       if (input_grads[i].defined() && node->next_edges[i].valid())
         input_grads[i] = conform_to_input(*node, i, input_grads[i]);
     if (trace) BackwardTrace::print_step(*trace, ++step, *node, grads_in, input_grads);
+    if (recorder) recorder->on_node(*node, grads_in, input_grads);
     if (AnomalyMode::is_enabled()) check_anomaly(*node, input_grads);
 
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
@@ -243,7 +247,15 @@ void zero_grad(const Tensor& tensor, bool set_to_none) {
   else meta->grad.zero_();
 }
 
-void set_name(const Tensor& tensor, const std::string& name) { tensor.autograd_meta().name = name; }
+void set_name(const Tensor& tensor, const std::string& name) {
+  AutogradMeta& meta = tensor.autograd_meta();
+  meta.name = name;
+  if (meta.grad_fn) {  // an op's output (a loss, say): its node shows the name in explorers
+    std::vector<std::string>& names = meta.grad_fn->output_names;
+    names.resize(meta.grad_fn->output_meta.size());
+    names.at(meta.output_nr) = name;
+  }
+}
 
 }  // namespace minidet::autograd
 

@@ -46,7 +46,8 @@ void register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(c
 void retain_grad(const Tensor& tensor);
 // Clears .grad(): drops it (set_to_none, the default) or fills it with zeros.
 void zero_grad(const Tensor& tensor, bool set_to_none = true);
-// A label shown in backward traces and DOT graphs.
+// A label shown in backward traces, DOT graphs and the backward explorer: a leaf's name, or an op output's
+// (a loss's, say), which its node then lists in output_names.
 void set_name(const Tensor& tensor, const std::string& name);
 
 }  // namespace minidet::autograd

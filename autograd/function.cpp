@@ -39,9 +39,10 @@ bool any_requires_grad(const TensorList& inputs) {
 }
 
 void record(const std::string& name, const TensorList& inputs, const TensorList& outputs, const TensorList& saved,
-            BackwardFn backward) {
+            BackwardFn backward, const char* source) {
   if (!any_requires_grad(inputs)) return;
   auto node = std::make_shared<FunctionNode>(name, std::move(backward), saved);
+  node->source = source;
   for (const Tensor& input : inputs) {
     node->next_edges.push_back(gradient_edge(input));
     node->input_meta.push_back(input.defined() ? TensorMeta::of(input) : TensorMeta{});

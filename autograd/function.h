@@ -62,7 +62,9 @@ class BackwardContext {
 // True when an op applied to `inputs` now would be recorded.
 bool any_requires_grad(const TensorList& inputs);
 
+// `source` is the caller's file, filled in by the compiler (GCC and Clang's __builtin_FILE, as C++20's
+// std::source_location would): the backward explorer shows it, and the op's header docs next to it.
 void record(const std::string& name, const TensorList& inputs, const TensorList& outputs, const TensorList& saved,
-            BackwardFn backward);
+            BackwardFn backward, const char* source = __builtin_FILE());
 
 }  // namespace minidet::autograd

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <utility>
 
+#include "autograd/scope.h"
 #include "core/accumulate.h"
 
 namespace minidet::autograd {
@@ -26,7 +27,9 @@ Tensor SavedTensor::unpack(const std::string& node_name, size_t index) const {
   return data_;
 }
 
-Node::Node(std::string name) : name_(std::move(name)), sequence_nr_(g_next_sequence_nr++) {}
+Node::Node(std::string name) : name_(std::move(name)), sequence_nr_(g_next_sequence_nr++) {
+  if (scopes_recording()) scope = current_scope();
+}
 
 Node::~Node() {
   // Destroying a node drops its edges, which may destroy the next node, which drops its edges... On a long

@@ -81,6 +81,9 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<TensorMeta> output_meta;   // shapes of the forward outputs: missing gradients become zeros
   std::vector<std::vector<GradHook>> output_hooks;  // hooks of non-leaf outputs, run on their gradients
   std::string creation_context;          // filled in anomaly mode: where the forward op was called
+  std::string scope;                     // the module that created it, while scopes are recorded (scope.h)
+  const char* source = nullptr;          // the source file that recorded it (autograd::record's caller)
+  std::vector<std::string> output_names; // names given to its outputs with set_name ("" if none), or empty
 
  private:
   std::string name_;

@@ -93,8 +93,8 @@ BasicBlock::BasicBlock(int64_t in_channels, int64_t out_channels, int64_t stride
 }
 
 Tensor BasicBlock::forward(const Tensor& input) {
-  const Tensor residual = norm2->forward(conv2->forward(relu(norm1->forward(conv1->forward(input)))));
-  return relu(add(residual, shortcut ? shortcut->forward(input) : input));
+  const Tensor residual = (*norm2)((*conv2)(relu((*norm1)((*conv1)(input)))));
+  return relu(add(residual, shortcut ? (*shortcut)(input) : input));
 }
 
 std::string BasicBlock::extra_repr() const {
@@ -137,8 +137,8 @@ Tensor Backbone::forward(const Tensor& images) {
   MINIDET_CHECK(images.dim() == 4 && images.size(1) == options_.in_channels, "Backbone: expected images of shape (N, ",
                 options_.in_channels, ", H, W), got ", images.sizes());
   ops::check_floating("Backbone", images, "images");
-  Tensor x = stem->forward(images);
-  for (const auto& stage : stages) x = stage->forward(x);
+  Tensor x = (*stem)(images);
+  for (const auto& stage : stages) x = (*stage)(x);
   return x;
 }
 

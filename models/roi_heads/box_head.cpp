@@ -23,12 +23,13 @@ BoxHead::BoxHead(int64_t in_features, int64_t representation_size, int64_t num_c
 }
 
 BoxHeadOutput BoxHead::forward(const Tensor& pooled) {
+  const auto scope = open_scope();
   ops::check_defined("BoxHead", pooled, "pooled");
   ops::check_floating("BoxHead", pooled, "pooled");
   MINIDET_CHECK(pooled.dim() >= 2 && pooled.numel() == pooled.size(0) * in_features_, "BoxHead: expected pooled ",
                 "RoI features of shape (K, ...) with ", in_features_, " features per RoI, got ", pooled.sizes());
-  const Tensor x = relu(fc7->forward(relu(fc6->forward(reshape(pooled, {pooled.size(0), in_features_})))));
-  return {cls_score->forward(x), bbox_pred->forward(x)};
+  const Tensor x = relu((*fc7)(relu((*fc6)(reshape(pooled, {pooled.size(0), in_features_})))));
+  return {(*cls_score)(x), (*bbox_pred)(x)};
 }
 
 std::string BoxHead::extra_repr() const {

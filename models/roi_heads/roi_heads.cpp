@@ -44,6 +44,7 @@ BoxHeadOutput RoIHeads::forward_box_head(const Tensor& features, const Tensor& r
 std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, const PaddedProposals& proposals,
                                                       const std::vector<Tensor>& gt_boxes,
                                                       const std::vector<Tensor>& gt_labels, Generator* generator) {
+  const auto scope = open_scope();
   const char* op = "RoIHeads::forward_train";
   MINIDET_CHECK(proposals.boxes.defined(), op, ": the padded proposals' boxes are undefined");
   const int64_t d = box_dim(options_.box_type);
@@ -64,6 +65,7 @@ std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, co
 
 std::vector<Detections> RoIHeads::forward_infer(const Tensor& features, const std::vector<Tensor>& proposals,
                                                 const ImageSizes& image_sizes) {
+  const auto scope = open_scope();
   const char* op = "RoIHeads::forward_infer";
   check_proposal_list(op, proposals);
   const int64_t d = box_dim(options_.box_type);

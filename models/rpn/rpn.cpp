@@ -83,6 +83,7 @@ Tensor RPN::anchors(std::array<int64_t, 2> image_size, const Tensor& features) {
 RPNTrainOutput RPN::forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
                                   const ImageSizes& image_sizes, const std::vector<Tensor>& gt_boxes,
                                   Generator* generator) {
+  const auto scope = open_scope();
   const Tensor grid = anchors(image_size, features);
   check_targets("RPN::forward_train", image_size, image_sizes, features.size(0), gt_boxes);
   const RPNHeadOutput out = (*head)(features);
@@ -95,6 +96,7 @@ RPNTrainOutput RPN::forward_train(const Tensor& features, std::array<int64_t, 2>
 
 std::vector<Tensor> RPN::forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
                                        const ImageSizes& image_sizes) {
+  const auto scope = open_scope();
   const Tensor grid = anchors(image_size, features);
   check_batch("RPN::forward_infer", image_size, image_sizes, features.size(0));
   NoGradGuard no_grad;

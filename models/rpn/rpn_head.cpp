@@ -31,6 +31,7 @@ RPNHead::RPNHead(int64_t in_channels, int64_t num_anchors_, Generator* generator
 }
 
 RPNHeadOutput RPNHead::operator()(const Tensor& features) {
+  const auto scope = open_scope();
   if (!forward_replaced()) return forward(features);
   const std::vector<Tensor> out = call_replacement({features}, 2);
   return {out[0], out[1]};
@@ -41,8 +42,8 @@ RPNHeadOutput RPNHead::forward(const Tensor& features) {
   const int64_t in_channels = conv->weight.size(1);
   MINIDET_CHECK(features.dim() == 4 && features.size(1) == in_channels, "RPNHead: expected features of shape (N, ",
                 in_channels, ", h, w), got ", features.sizes());
-  const Tensor t = relu(conv->forward(features));
-  return {cls_logits->forward(t), bbox_pred->forward(t)};
+  const Tensor t = relu((*conv)(features));
+  return {(*cls_logits)(t), (*bbox_pred)(t)};
 }
 
 std::string RPNHead::extra_repr() const {

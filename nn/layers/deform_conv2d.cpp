@@ -48,7 +48,7 @@ Tensor DeformConv2d::forward(const Tensor& input) {
   ops::check_defined("DeformConv2d", input, "input");
   ops::check_same_dtype("DeformConv2d", input, "input", weight, "weight");
   ops::check_same_device("DeformConv2d", input, "input", weight, "weight");
-  const Tensor prediction = offset_conv->forward(input);
+  const Tensor prediction = (*offset_conv)(input);
   const int64_t offset_channels = 2 * offset_groups * weight.size(2) * weight.size(3);
   if (!modulated) return deform_conv2d(input, prediction, weight, bias, Tensor(), deform_options);
   const Tensor offset = narrow(prediction, 1, 0, offset_channels);

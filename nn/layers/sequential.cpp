@@ -13,7 +13,7 @@ void Sequential::push_back(std::shared_ptr<UnaryModule> layer) {
 
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
-  for (const auto& layer : layers_) x = layer->forward(x);
+  for (const auto& layer : layers_) x = (*layer)(x);
   return x;
 }
 

@@ -38,7 +38,19 @@ Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
   check_new_name(name);
   MINIDET_CHECK(module != nullptr, type_name_, ": submodule '", name, "' is null");
+  if (module->registered_in_ == nullptr) {  // a module registered twice keeps its first place
+    module->registered_in_ = this;
+    module->set_path(path_.empty() ? name : path_ + "." + name);
+  }
   children_.emplace_back(name, std::move(module));
+}
+
+// Children are usually registered before their parent is (constructors run inside out), so a new path
+// travels down the subtree: each module's path is its first parent's path plus its own name.
+void Module::set_path(const std::string& path) {
+  path_ = path;
+  for (const auto& [name, child] : children_)
+    if (child->registered_in_ == this) child->set_path(path_ + "." + name);
 }
 
 void Module::collect(NamedTensors& out, std::unordered_set<const TensorImpl*>& seen, const std::string& prefix,

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/scope.h"
 #include "core/tensor.h"
 
 namespace minidet::nn {
@@ -77,7 +78,17 @@ class Module {
   void replace_forward(ForwardReplacement replacement) { forward_replacement_ = std::move(replacement); }
   bool forward_replaced() const { return static_cast<bool>(forward_replacement_); }
 
+  // Where this module sits in the tree it was first registered into: the dotted prefix its parameters have
+  // in the root's named_parameters() ("roi_heads.box_head.fc6"; "" for the root itself).
+  const std::string& path() const { return path_; }
+
  protected:
+  // Opens this module's scope, its path(), for the nodes its forward creates (autograd/scope.h), so the
+  // backward explorer can say "backbone.stage4.0.conv1" made a node: UnaryModule::operator() opens it around
+  // forward(), and a module with another signature at the top of its forward (`const auto scope =
+  // open_scope();`). Free unless scopes are being recorded.
+  autograd::ScopeGuard open_scope() const { return autograd::ScopeGuard(path_, /*replace=*/true); }
+
   // operator()'s body for a module with a replacement: the replacement's outputs (at least `outputs` of them).
   std::vector<Tensor> call_replacement(const std::vector<Tensor>& inputs, size_t outputs) const;
 
@@ -101,6 +112,10 @@ class Module {
   void apply_to_tensors(const std::function<Tensor(const Tensor&)>& convert);
 
   std::string type_name_;
+  void set_path(const std::string& path);
+
+  std::string path_;
+  const Module* registered_in_ = nullptr;  // the parent of its first registration (compared, never followed)
   bool training_ = true;
   NamedTensors parameters_;
   NamedTensors buffers_;
@@ -115,6 +130,7 @@ class UnaryModule : public Module {
   virtual Tensor forward(const Tensor& input) = 0;
   // forward(input), or the replacement the engine installed (replace_forward above).
   Tensor operator()(const Tensor& input) {
+    const auto scope = open_scope();
     return forward_replaced() ? call_replacement({input}, 1)[0] : forward(input);
   }
 };

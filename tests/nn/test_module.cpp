@@ -3,6 +3,10 @@
 
 #include "core/factories.h"
 #include "nn/init/init.h"
+#include "autograd/node.h"
+#include "nn/layers/linear.h"
+#include "nn/layers/sequential.h"
+#include "nn/layers/simple.h"
 #include "nn/module/module.h"
 #include "tests/support.h"
 
@@ -126,4 +130,33 @@ TEST_CASE("values/module: a weight shared by two layers is listed once") {
   for (const auto& [name, t] : tied.named_parameters()) names.push_back(name);
   CHECK(names == std::vector<std::string>{"shared", "first.bias", "second.weight", "second.bias"});
   CHECK(tied.num_parameters() == 4 + 2 + 4 + 2);
+}
+
+TEST_CASE("values/module: path() is the dotted prefix of named_parameters, whatever order the tree was built in") {
+  Tree tree;  // its children were built (and their own children registered) before the tree registered them
+  for (const auto& [name, child] : tree.named_children()) CHECK(child->path() == name);
+  CHECK(tree.path().empty());
+  Sequential outer;
+  auto inner = std::make_shared<Sequential>();
+  auto linear = std::make_shared<Linear>(2, 3);
+  inner->push_back(linear);   // registered in inner first ("0")...
+  outer.push_back(inner);     // ...then inner in outer: the path travels down
+  CHECK(inner->path() == "0");
+  CHECK(linear->path() == "0.0");
+  CHECK(outer.named_parameters().front().first == linear->path() + ".weight");
+}
+
+TEST_CASE("values/module: a module's forward opens its path as the scope of the nodes it records") {
+  Sequential model;
+  model.push_back(std::make_shared<Linear>(2, 3));
+  model.push_back(std::make_shared<ReLU>());
+  Tensor x = ones({4, 2});
+  autograd::ScopeRecordingGuard scopes;
+  const Tensor y = model(x);  // Linear "0" records linear, ReLU "1" records relu
+  REQUIRE(y.grad_fn() != nullptr);
+  CHECK(y.grad_fn()->name() == "relu");
+  CHECK(y.grad_fn()->scope == "1");
+  REQUIRE(y.grad_fn()->next_edges[0].valid());
+  CHECK(y.grad_fn()->next_edges[0].node->scope == "0");
+  CHECK(autograd::current_scope().empty());  // every scope closed again
 }
