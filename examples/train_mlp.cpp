@@ -5,9 +5,12 @@
 //   1. training: the loss falls and the accuracy climbs, on the CPU or a GPU (--device cuda);
 //   2. studying backward: the backward trace of the first step prints every node in execution order with
 //      the shapes, norms (and, for small tensors, values) of the gradients it receives and sends;
-//   3. seeing the graph: the autograd graph of one step is written as Graphviz DOT (--dot FILE).
+//   3. seeing the graph: the autograd graph of one step is written as Graphviz DOT (--dot FILE), and the
+//      first step's backward pass as the backward explorer's page (--html FILE, when built with Graphviz):
+//      open it in a browser and step through the nodes.
 //
-//   train_mlp [--device cpu|cuda] [--steps 400] [--seed 0] [--dot mlp_graph.dot] [--no-trace]
+//   train_mlp [--device cpu|cuda] [--steps 400] [--seed 0] [--dot mlp_graph.dot] [--html mlp_step.html]
+//             [--no-trace]
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -15,9 +18,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
+#include "autograd/backward_html.h"
 #include "autograd/dot.h"
 #include "autograd/engine.h"
+#include "autograd/scope.h"
 #include "autograd/trace.h"
 #include "core/cuda/availability.h"
 #include "core/factories.h"
@@ -59,7 +65,7 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a 2-layer MLP on three spirals and show its backward pass"};
-  std::string device_name = "cpu", dot_path = "mlp_graph.dot";
+  std::string device_name = "cpu", dot_path = "mlp_graph.dot", html_path = "mlp_step.html";
   int64_t steps = 400;
   uint64_t seed = 0;
   bool no_trace = false;
@@ -67,6 +73,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "training steps (full batch)");
   app.add_option("--seed", seed, "seed for the data and the initial weights");
   app.add_option("--dot", dot_path, "where to write the autograd graph (Graphviz DOT)");
+  app.add_option("--html", html_path, "where to write the backward explorer's page of step 0 (\"\": none)");
   app.add_flag("--no-trace", no_trace, "do not print the backward trace of the first step");
   CLI11_PARSE(app, argc, argv);
 
@@ -94,11 +101,24 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < model.named_parameters().size(); ++i)
       autograd::set_name(model.named_parameters()[i].second, model.named_parameters()[i].first);
 
+    if (!html_path.empty() && !autograd::backward_html_available())
+      std::cout << "no backward explorer page: this build has no Graphviz (apt-get install libgraphviz-dev)\n";
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = 0; step < steps; ++step) {
       optimizer.zero_grad();
-      Tensor logits = model.forward(points);
+      const bool explore = step == 0 && !html_path.empty() && autograd::backward_html_available();
+      std::optional<autograd::ScopeRecordingGuard> scopes;  // the page groups nodes by layer ("0", "2")
+      if (explore) scopes.emplace();
+      Tensor logits = model(points);
       Tensor loss = cross_entropy(logits, labels);
+      scopes.reset();
+      std::optional<autograd::BackwardRecorder> recorder;
+      if (explore) {
+        autograd::set_name(loss, "cross-entropy loss");
+        autograd::RecordOptions options;
+        options.title = "train_mlp: step 0 of a 2-64-3 MLP on three spirals";
+        recorder.emplace(options);
+      }
       if (step == 0) {
         std::ofstream(dot_path) << autograd::to_dot({loss});
         std::cout << "autograd graph of one step written to " << dot_path << " (dot -Tpng " << dot_path
@@ -111,6 +131,11 @@ int main(int argc, char** argv) {
         std::cout << "\n";
       } else {
         loss.backward();
+      }
+      if (recorder) {
+        autograd::write_backward_html(recorder->take(), html_path);
+        std::cout << "backward explorer of step 0 written to " << html_path << " (open it in a browser)\n\n";
+        recorder.reset();
       }
       optimizer.step();
       schedule.step();

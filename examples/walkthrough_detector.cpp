@@ -12,10 +12,13 @@
 //   3. the backward trace of the whole loss, filtered to the loss nodes, the box head's linear layers,
 //      RoIAlign, the deformable conv and the offset predictor's leaves (--trace all prints every node), and
 //      a count of every node that ran;
-//   4. the gradient norm of each part, and the autograd graph as Graphviz DOT (--dot FILE).
+//   4. the gradient norm of each part, and the autograd graph as Graphviz DOT (--dot FILE);
+//   5. with --html FILE, the backward explorer's page of step 3's backward (autograd/backward_html.h): play
+//      it node by node in a browser; with --record FILE, the record behind it as JSON (what a build without
+//      Graphviz can still write; `minidet explain --from-record FILE` makes the page elsewhere).
 //
 //   walkthrough_detector [--device cpu|cuda] [--seed 0] [--image-index 0] [--dot detector_graph.dot]
-//                        [--trace filtered|all|none] [--offset-noise 0]
+//                        [--trace filtered|all|none] [--offset-noise 0] [--html step.html] [--record step.json]
 #include <CLI/CLI.hpp>
 
 #include <cmath>
@@ -24,14 +27,18 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "autograd/backward_html.h"
+#include "autograd/backward_record.h"
 #include "autograd/dot.h"
 #include "autograd/engine.h"
+#include "autograd/scope.h"
 #include "autograd/trace.h"
 #include "core/cuda/availability.h"
 #include "core/factories.h"
@@ -133,7 +140,7 @@ void print_filtered_trace(const std::string& trace, bool everything) {
 
 int main(int argc, char** argv) {
   CLI::App app{"One training step of the tiny Faster R-CNN: shapes, losses, where the gradients go"};
-  std::string device_name = "cpu", dot_path = "detector_graph.dot", trace_mode = "filtered";
+  std::string device_name = "cpu", dot_path = "detector_graph.dot", trace_mode = "filtered", html_path, record_path;
   uint64_t seed = 0;
   int64_t image_index = 0;
   double offset_noise = 0.0;
@@ -145,9 +152,16 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"filtered", "all", "none"}));
   app.add_option("--offset-noise", offset_noise,
                  "give the offset predictor N(0, s^2) weights, so the deformable conv samples off the grid");
+  app.add_option("--html", html_path, "write the backward explorer's page of the whole loss's backward here");
+  app.add_option("--record", record_path, "write the backward record (JSON) of the whole loss's backward here");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (!html_path.empty() && !autograd::backward_html_available())
+      throw std::runtime_error("--html needs a build with Graphviz (libgraphviz-dev); --record FILE still works");
+    // Every node made from here on remembers the module that made it, for the explorer's groups.
+    std::optional<autograd::ScopeRecordingGuard> scopes;
+    if (!html_path.empty() || !record_path.empty()) scopes.emplace();
     if (device_name == "cuda" && !cuda::is_available()) {
       std::fprintf(stderr, "walkthrough_detector: no CUDA device available\n");
       return 1;
@@ -300,7 +314,9 @@ int main(int argc, char** argv) {
     models::Losses losses = models::roi_heads_loss(head, sample, ro.smooth_l1_beta);
     losses["loss_objectness"] = rpn.losses.objectness;
     losses["loss_rpn_box_reg"] = rpn.losses.box;
+    for (const auto& [name, loss] : losses) autograd::set_name(loss, name);  // the explorer finds them by name
     const Tensor total = models::FasterRCNN::total_loss(losses);
+    autograd::set_name(total, "total loss");
     std::printf("\n  loss_objectness  %.6f   BCE on the S sampled anchors, / S\n"
                 "  loss_rpn_box_reg %.6f   smooth L1 (beta 1/9) on the sampled positives, / S\n"
                 "  loss_classifier  %.6f   cross-entropy over C + 1 = 4 classes, mean over the sampled rois\n"
@@ -359,6 +375,12 @@ int main(int argc, char** argv) {
     std::printf("\n3. Backward of the total loss%s\n",
                 trace_mode == "filtered" ? ": trace of the loss, linear, roi_align and deform_conv2d nodes and the "
                                            "offset predictor's leaves (--trace all: every node)" : "");
+    std::optional<autograd::BackwardRecorder> recorder;
+    if (!html_path.empty() || !record_path.empty()) {
+      autograd::RecordOptions record_options;
+      record_options.title = "walkthrough_detector: one training step of the tiny Faster R-CNN on " + device_name;
+      recorder.emplace(record_options);
+    }
     if (trace_mode == "none") {
       total.backward();
     } else {
@@ -385,6 +407,17 @@ int main(int argc, char** argv) {
     }
     std::printf("\nautograd graph of the step written to %s (dot -Tsvg %s -o detector_graph.svg)\n", dot_path.c_str(),
                 dot_path.c_str());
+    if (recorder) {
+      const autograd::BackwardRecord record = recorder->take();
+      if (!record_path.empty()) {
+        std::ofstream(record_path) << record.to_json();
+        std::printf("backward record (%zu nodes) written to %s\n", record.nodes.size(), record_path.c_str());
+      }
+      if (!html_path.empty()) {
+        autograd::write_backward_html(record, html_path);
+        std::printf("backward explorer written to %s: open it in a browser and press 'next'\n", html_path.c_str());
+      }
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "walkthrough_detector: %s\n", e.what());

@@ -26,6 +26,16 @@ need openmpi-bin mpirun
 # tests/reference/box_iou_rotated_reference.py: shapely judges box_iou_rotated's polygon areas.
 need python3 python3
 need python3-shapely /usr/lib/python3/dist-packages/shapely/__init__.py
+# The backward explorer (issue 29; autograd/backward_html.h): Graphviz lays out the graph of the page, and
+# tests/browser/ plays the page in Debian's headless chromium driven by chromedriver through selenium (all
+# Debian packages; no browser download). All optional: a machine without them (the GPU machine has none of
+# them) still builds and passes its tests: without Graphviz backward_html_available() is false and the page
+# writers throw a clear error, and the browser tests report themselves Skipped (visibly) rather than failing.
+need libgraphviz-dev /usr/include/graphviz/gvc.h
+need pkg-config pkg-config  # how autograd/CMakeLists.txt finds Graphviz (libgvc, libcgraph)
+need chromium chromium
+need chromium-driver chromedriver
+need python3-selenium /usr/lib/python3/dist-packages/selenium/__init__.py
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all build dependencies are present"

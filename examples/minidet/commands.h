@@ -1,6 +1,6 @@
-// The three subcommands of `minidet`, as plain functions of their parsed options, so main.cpp only
-// declares the command line and each command lives in its own file (train.cpp, evaluate.cpp with
-// score_results.cpp, detect.cpp).
+// The subcommands of `minidet`, as plain functions of their parsed options, so main.cpp only declares the
+// command line and each command lives in its own file (train.cpp, evaluate.cpp with score_results.cpp,
+// detect.cpp, explain.cpp).
 // Each returns the process exit code; errors are thrown (minidet::Error) and printed by main as one line.
 #pragma once
 
@@ -68,5 +68,20 @@ struct DetectArgs {
   int threads = 0;
 };
 int run_detect(const DetectArgs& args);
+
+// `minidet explain` (explain.cpp): one training step on a held-out image, as the backward explorer's page.
+struct ExplainArgs {
+  std::string checkpoint;              // a checkpoint or a run folder (its best.ckpt); empty: a fresh detector
+  std::string config_path;             // --config, for a fresh detector
+  std::vector<std::string> overrides;  // --set, for a fresh detector
+  int64_t image_index = 0;             // which held-out image
+  uint64_t seed = 0;                   // the step's samplers
+  std::string out;                     // the page
+  std::string record;                  // the record as JSON
+  std::string from_record;             // make the page of this record instead of running a step
+  std::string device = "auto";
+  int threads = 0;
+};
+int run_explain(const ExplainArgs& args);
 
 }  // namespace minidet::cli

@@ -5,6 +5,7 @@
 //   minidet eval   --checkpoint DIR_OR_FILE [--val-json J --val-images DIR] [--out results.json] [--json]
 //   minidet eval   --gt GT.json --results RES.json [--voc] [--per-category] [--json] [--draw DIR]
 //   minidet detect --checkpoint DIR_OR_FILE IMAGES... --out DIR [--score-threshold 0.5]
+//   minidet explain [--checkpoint DIR_OR_FILE] [--image-index I] --out step.html [--record step.json]
 //
 // This file only declares the command line (CLI11); each subcommand lives in its own file. Every error,
 // ours or the library's, ends here as one line "minidet: <what went wrong>" and a non-zero exit, never a
@@ -141,6 +142,31 @@ CLI::App* add_detect_command(CLI::App& app, cli::DetectArgs& detect) {
   return detect_command;
 }
 
+CLI::App* add_explain_command(CLI::App& app, cli::ExplainArgs& explain) {
+  CLI::App* command = app.add_subcommand(
+      "explain", "One training step of a detector on a held-out image, as a page that plays its backward pass "
+                 "node by node (the backward explorer)");
+  command->add_option("--checkpoint", explain.checkpoint,
+                      "a checkpoint, or a run folder (its best.ckpt); without it, a fresh detector");
+  command->add_option("--config", explain.config_path, "run config JSON of a fresh detector")->check(CLI::ExistingFile);
+  command->add_option("--set", explain.overrides, "override a config key of a fresh detector (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command->add_option("--image-index", explain.image_index, "which held-out image (from 0)")->check(kNonNegative);
+  command->add_option("--seed", explain.seed, "seed of the step's samplers");
+  command->add_option("--out", explain.out, "the page (HTML, self-contained)");
+  command->add_option("--record", explain.record, "also write the record behind the page (JSON)");
+  command->add_option("--from-record", explain.from_record, "make the page of a record written by --record")
+      ->check(CLI::ExistingFile);
+  add_device_options(command, explain.device, explain.threads);
+  command->footer(
+      "Examples:\n"
+      "  minidet explain --checkpoint runs/NAME --out step.html          a trained detector's step\n"
+      "  minidet explain --out fresh.html --image-index 3                 a fresh detector's step\n"
+      "  minidet explain --checkpoint runs/NAME --record step.json        on a machine without Graphviz\n"
+      "  minidet explain --from-record step.json --out step.html          ...and the page elsewhere");
+  return command;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,7 +180,9 @@ int main(int argc, char** argv) {
   cli::EvalArgs eval;
   CLI::App* eval_command = add_eval_command(app, eval);
   cli::DetectArgs detect;
-  add_detect_command(app, detect);
+  CLI::App* detect_command = add_detect_command(app, detect);
+  cli::ExplainArgs explain;
+  add_explain_command(app, explain);
 
   try {
     app.parse(argc, argv);
@@ -174,7 +202,8 @@ int main(int argc, char** argv) {
         if (option->count() > 0) eval.given.push_back(option->get_name());
       return cli::run_eval(eval);
     }
-    return cli::run_detect(detect);
+    if (*detect_command) return cli::run_detect(detect);
+    return cli::run_explain(explain);
   } catch (const Error& e) {
     report(e.message());
   } catch (const std::bad_alloc&) {

@@ -129,6 +129,8 @@ void print_summary(const Run& run, int64_t step, double seconds) {
   std::printf("checkpoints  %s/last.ckpt  %s/best.ckpt (mAP@0.5 %.4f)\n", f.c_str(), f.c_str(), run.best_map50);
   std::printf("next         minidet eval --checkpoint %s    minidet detect --checkpoint %s IMAGES... --out DIR\n",
               f.c_str(), f.c_str());
+  std::printf("             minidet explain --checkpoint %s --out step.html    (play one step's backward pass in a "
+              "browser)\n", f.c_str());
 }
 
 // The progress line and metrics.jsonl: a TrainRecord per step, with the images per second of the whole job
