@@ -6,7 +6,7 @@
 #   MINIDET_FUZZ_ITERATIONS=20000 bash scripts/asan.sh -R fuzz_readers
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --tests
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake --preset asan
 cmake --build --preset asan -j "$jobs"

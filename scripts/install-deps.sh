@@ -3,7 +3,17 @@
 # As root it uses apt-get; otherwise sudo when available; else it lists the missing packages and fails.
 # MPI (dist/, `mpirun -np N minidet train`) is installed too; NCCL is optional and never installed here.
 # CUDA is optional: with nvcc present (e.g. /usr/local/cuda/bin/nvcc) the CUDA kernels are built too.
+#
+#   install-deps.sh           what building and training need (scripts/main.sh)
+#   install-deps.sh --tests   and what the test suite's outside judges need (scripts/test.sh): shapely, and a
+#                             headless browser for the backward explorer's page
 set -euo pipefail
+tests=false
+case ${1:-} in
+  "") ;;
+  --tests) tests=true ;;
+  *) echo "install-deps: unknown argument '$1' (expected nothing or --tests)" >&2; exit 2 ;;
+esac
 
 missing=()
 need() {  # need <package> <file or command that proves it is there>
@@ -23,20 +33,21 @@ need libcli11-dev /usr/include/CLI/CLI.hpp  # examples: command lines
 # dist/: multi-process training (mpirun). The header's folder names the architecture, hence the glob.
 compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null || missing+=(libopenmpi-dev)
 need openmpi-bin mpirun
-# tests/reference/box_iou_rotated_reference.py: shapely judges box_iou_rotated's polygon areas.
-need python3 python3
-need python3-shapely /usr/lib/python3/dist-packages/shapely/__init__.py
-# The backward explorer (issue 29; autograd/backward_html.h): Graphviz lays out the graph of the page, and
-# tests/browser/ plays the page in Debian's headless chromium driven by chromedriver through selenium (all
-# Debian packages; no browser download). All optional: a machine without them (the GPU machine has none of
-# them) still builds and passes its tests: without Graphviz backward_html_available() is false and the page
-# writers throw a clear error, and the browser tests report themselves Skipped (visibly) rather than failing.
+# The backward explorer's page (autograd/backward_html.h): Graphviz lays out its graph, found through
+# pkg-config. Optional: without it (the GPU machine has none) everything else builds and the page writers
+# throw a clear error.
 need libgraphviz-dev /usr/include/graphviz/gvc.h
-need pkg-config pkg-config  # how autograd/CMakeLists.txt finds Graphviz (libgvc, libcgraph)
-need chromium chromium
-need chromium-driver chromedriver
-need python3-selenium /usr/lib/python3/dist-packages/selenium/__init__.py
-
+need pkg-config pkg-config
+if $tests; then
+  # tests/reference/: shapely judges box_iou_rotated's polygon areas and the rotated evaluator.
+  need python3 python3
+  need python3-shapely /usr/lib/python3/dist-packages/shapely/__init__.py
+  # tests/browser/: the explorer's page played in Debian's headless chromium, driven by chromedriver through
+  # selenium (no browser download). Where they are missing the browser tests report themselves Skipped.
+  need chromium chromium
+  need chromium-driver chromedriver
+  need python3-selenium /usr/lib/python3/dist-packages/selenium/__init__.py
+fi
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all build dependencies are present"
   exit 0

@@ -3,7 +3,7 @@
 # the whole doctest suite through CTest. Without a GPU the cuda/* cases are listed as Skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --tests
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake --preset release
 cmake --build --preset release -j "$jobs"
