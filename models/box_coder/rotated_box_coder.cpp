@@ -5,7 +5,9 @@
 #include "ops/box_iou_rotated/rotated_box_math.h"
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
+#include "ops/elementwise/compare.h"
 #include "ops/elementwise/unary.h"
+#include "ops/indexing/where.h"
 #include "ops/shape/shape.h"
 
 namespace minidet::models {
@@ -71,8 +73,9 @@ double normalize_angle(double a) {
   return rotated_box_math::normalize_angle(a);
 }
 
-RotatedBoxCoder::RotatedBoxCoder(std::array<double, 5> weights, double bbox_xform_clip, OffsetFrame frame)
-    : weights_(weights), bbox_xform_clip_(bbox_xform_clip), frame_(frame) {
+RotatedBoxCoder::RotatedBoxCoder(std::array<double, 5> weights, double bbox_xform_clip, OffsetFrame frame,
+                                 bool edge_swap)
+    : weights_(weights), bbox_xform_clip_(bbox_xform_clip), frame_(frame), edge_swap_(edge_swap) {
   for (double w : weights_)
     MINIDET_CHECK(std::isfinite(w) && w > 0, "RotatedBoxCoder: expected positive finite weights, got (",
                   weights_[0], ", ", weights_[1], ", ", weights_[2], ", ", weights_[3], ", ", weights_[4], ")");
@@ -96,10 +99,17 @@ Tensor RotatedBoxCoder::encode(const Tensor& target_boxes, const Tensor& referen
   }
   const Tensor dx = div(mul(ox, weights_[0]), p.w);
   const Tensor dy = div(mul(oy, weights_[1]), p.h);
-  const Tensor dw = mul(log(div(g.w, p.w)), weights_[2]);
-  const Tensor dh = mul(log(div(g.h, p.h)), weights_[3]);
   // The shortest turn from P to G: a box repeats every pi, so any difference is one in [-pi/2, pi/2).
-  const Tensor da = mul(normalize_angle(sub(g.a, p.a)), weights_[4]);
+  Tensor turn = normalize_angle(sub(g.a, p.a)), gw = g.w, gh = g.h;
+  if (edge_swap_) {  // or G with its sides swapped, a quarter turn further: whichever turns less
+    const Tensor swap = gt(abs(turn), kPi / 4);
+    turn = where(swap, normalize_angle(add(turn, kPi / 2)), turn);
+    gw = where(swap, g.h, g.w);
+    gh = where(swap, g.w, g.h);
+  }
+  const Tensor dw = mul(log(div(gw, p.w)), weights_[2]);
+  const Tensor dh = mul(log(div(gh, p.h)), weights_[3]);
+  const Tensor da = mul(turn, weights_[4]);
   return stack({dx, dy, dw, dh, da}, -1);
 }
 

@@ -42,6 +42,18 @@
 // box, so the period is pi, and the range is the one normalize_angle uses.) decode(encode(G, P), P) gives G
 // back with its angle normalised (and up to rounding).
 //
+// Edge swap (mmrotate's DeltaXYWHAOBBoxCoder edge_swap). G is also the box (Gcx, Gcy, Gh, Gw, Ga + pi/2): its
+// sides swapped and turned a quarter. With edge_swap, encode describes G in whichever of the two ways turns
+// less from P, so |da| <= pi/4 wa:
+//
+//   d = normalize_angle(Ga - Pa);  swap = |d| > pi/4
+//   swap:  dw = ww log(Gh / Pw),  dh = wh log(Gw / Ph),  da = wa normalize_angle(d + pi/2)
+//
+// Why: a near-square G next to a P turned about a quarter from it (a circle, a square, a proposal that grew
+// the other way) otherwise asks for a turn of almost pi/2 and for sides swapped by the regression, two large
+// targets for a box that is already nearly right; near |d| = pi/2 the target jumps from one end of the range
+// to the other. decode is unchanged: the box it returns is G, described from P's side.
+//
 // Weights: (1, 1, 1, 1, 1) for an RPN; a box head uses larger ones, such as BoxCoder's (10, 10, 5, 5) with
 // wa = 1. The clip keeps exp from overflowing on a wild prediction, as in BoxCoder.
 //
@@ -83,7 +95,7 @@ class RotatedBoxCoder {
   // Weights (wx, wy, ww, wh, wa) must be positive and finite; the clip, applied to dw / ww and dh / wh, finite.
   explicit RotatedBoxCoder(std::array<double, 5> weights = {1.0, 1.0, 1.0, 1.0, 1.0},
                            double bbox_xform_clip = std::log(1000.0 / 16.0),
-                           OffsetFrame frame = OffsetFrame::kImage);
+                           OffsetFrame frame = OffsetFrame::kImage, bool edge_swap = false);
 
   Tensor encode(const Tensor& target_boxes, const Tensor& reference_boxes) const;
   Tensor decode(const Tensor& deltas, const Tensor& reference_boxes) const;
@@ -91,11 +103,13 @@ class RotatedBoxCoder {
   const std::array<double, 5>& weights() const { return weights_; }
   double bbox_xform_clip() const { return bbox_xform_clip_; }
   OffsetFrame frame() const { return frame_; }
+  bool edge_swap() const { return edge_swap_; }
 
  private:
   std::array<double, 5> weights_;
   double bbox_xform_clip_;
   OffsetFrame frame_;
+  bool edge_swap_;
 };
 
 }  // namespace minidet::models

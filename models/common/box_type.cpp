@@ -53,10 +53,12 @@ Tensor batched_nms(BoxType type, const Tensor& boxes, const Tensor& scores, cons
                                    : minidet::batched_nms(boxes, scores, class_ids, iou_threshold);
 }
 
-BoxTypeCoder::BoxTypeCoder(BoxType type, const std::array<double, 4>& weights, double angle_weight, OffsetFrame frame)
+BoxTypeCoder::BoxTypeCoder(BoxType type, const std::array<double, 4>& weights, double angle_weight, OffsetFrame frame,
+                           bool edge_swap)
     : type_(type),
       axis_aligned_(weights),
-      rotated_({weights[0], weights[1], weights[2], weights[3], angle_weight}, std::log(1000.0 / 16.0), frame) {}
+      rotated_({weights[0], weights[1], weights[2], weights[3], angle_weight}, std::log(1000.0 / 16.0), frame,
+               edge_swap) {}
 
 Tensor BoxTypeCoder::encode(const Tensor& target_boxes, const Tensor& reference_boxes) const {
   return type_ == BoxType::kRotated ? rotated_.encode(target_boxes, reference_boxes)

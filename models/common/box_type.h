@@ -60,12 +60,12 @@ Tensor batched_nms(BoxType type, const Tensor& boxes, const Tensor& scores, cons
                    double iou_threshold);
 
 // The box coder of a box type: BoxCoder with `weights`, or RotatedBoxCoder with (weights, angle_weight) and
-// its centre offsets measured in `frame` (models/box_coder/rotated_box_coder.h).
+// its centre offsets measured in `frame` and its edge swap (models/box_coder/rotated_box_coder.h).
 // encode (..., D) x (..., D) -> (..., D); decode (N, D K) deltas x (N, D) references -> (N, D K).
 class BoxTypeCoder {
  public:
   BoxTypeCoder(BoxType type, const std::array<double, 4>& weights, double angle_weight = 1.0,
-               OffsetFrame frame = OffsetFrame::kImage);
+               OffsetFrame frame = OffsetFrame::kImage, bool edge_swap = false);
 
   Tensor encode(const Tensor& target_boxes, const Tensor& reference_boxes) const;
   Tensor decode(const Tensor& deltas, const Tensor& reference_boxes) const;

@@ -98,6 +98,7 @@ DetectorConfig DetectorConfig::resolved() const {
   c.rpn.box_type = c.roi_heads.box_type = c.box_type;
   c.rpn.loss.rotated_offsets = c.rpn.train_proposals.rotated_offsets = c.rpn.test_proposals.rotated_offsets =
       c.roi_heads.rotated_offsets = c.rotated_offsets;
+  c.rpn.loss.rotated_edge_swap = c.roi_heads.rotated_edge_swap = c.rotated_edge_swap;  // encode only
   return c;
 }
 
@@ -136,6 +137,7 @@ void DetectorConfig::visit_keys(ConfigVisitor& v) {
     v.field("score_threshold", h.score_threshold);
     v.field("smooth_l1_beta", h.smooth_l1_beta);
   });
+  v.field("rotated_edge_swap", rotated_edge_swap);
   v.choice("rotated_offsets", rotated_offsets, {{"box", OffsetFrame::kBox}, {"image", OffsetFrame::kImage}});
   v.object("rpn", [&] {
     RPNOptions& r = rpn;

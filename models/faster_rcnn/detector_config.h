@@ -14,7 +14,7 @@
 // the wrong type, so a typo never silently trains the default. visit_keys lists the keys once for the shared
 // reader, writer and --set of core/config_visitor.h:
 //   { "num_classes": 3, "box_tolerance": 0.5, "box_type": "axis_aligned" | "rotated",
-//     "rotated_offsets": "image" | "box",
+//     "rotated_offsets": "image" | "box", "rotated_edge_swap": false,
 //     "backbone":  { "in_channels", "stem_channels", "widths", "blocks", "strides",
 //                    "norm": "batch_norm" | "frozen_batch_norm", "deformable_last_stage", "modulated_deformable" },
 //     "rpn":       { "anchor_sizes", "aspect_ratios", "anchor_angles_degrees", "fg_iou_threshold",
@@ -46,6 +46,9 @@ struct DetectorConfig {
   // detectron2) or the box's own ("box", RoI Transformer and Oriented R-CNN); models/box_coder/rotated_box_coder.h.
   // On the rotated shapes the two learn alike (docs/rotated.md), so the default is RRPN's.
   OffsetFrame rotated_offsets = OffsetFrame::kImage;
+  // Rotated boxes: regression targets describe each object in whichever of its two equivalent forms (sides
+  // swapped and a quarter turn) turns less from its anchor or proposal (rotated_box_coder.h's edge swap).
+  bool rotated_edge_swap = false;
   BackboneOptions backbone;
   RPNOptions rpn;
   RoIHeadsOptions roi_heads;

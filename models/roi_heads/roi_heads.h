@@ -107,6 +107,7 @@ struct RoIHeadsOptions {
   std::array<double, 4> box_coder_weights = {10.0, 10.0, 5.0, 5.0};
   double box_coder_angle_weight = 1.0;  // rotated boxes only: the weight of da (detectron2's RROIHeads: 1)
   OffsetFrame rotated_offsets = OffsetFrame::kImage;  // rotated boxes only (DetectorConfig::rotated_offsets)
+  bool rotated_edge_swap = false;  // rotated boxes only (DetectorConfig::rotated_edge_swap)
   double smooth_l1_beta = 1.0 / 9.0;
   bool check_targets = true;  // check label and box values (one host sync on CUDA); see above
   // Check the proposals' values in roi_align (one host sync on CUDA per call). FasterRCNN turns it off: its

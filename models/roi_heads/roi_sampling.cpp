@@ -141,7 +141,7 @@ RoISample sample_and_fill(const Candidates& all, const Tensor& positions, const 
                           Generator* generator) {
   const BalancedPositiveNegativeSampler sampler(options.batch_size_per_image, options.positive_fraction);
   const BoxTypeCoder coder(options.box_type, options.box_coder_weights, options.box_coder_angle_weight,
-                           options.rotated_offsets);
+                           options.rotated_offsets, options.rotated_edge_swap);
   const TensorOptions box_options = all.boxes.options(), index_options(kInt64, box_options.device);
   const SampledMasks sample = sampler(all.class_labels, generator);
   const Tensor sampled = where(sample.positive, sample.positive, sample.negative);  // positive or negative

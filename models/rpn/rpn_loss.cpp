@@ -46,7 +46,8 @@ RPNTargets rpn_targets(const Tensor& anchors, const std::vector<Tensor>& gt_boxe
   const BoxType type = check_anchors_and_boxes("rpn_targets", anchors, gt_boxes);
   NoGradGuard no_grad;  // targets are constants of the loss
   const Matcher matcher(options.fg_iou_threshold, options.bg_iou_threshold, /*allow_low_quality_matches=*/true);
-  const BoxTypeCoder coder(type, options.box_coder_weights, options.box_coder_angle_weight, options.rotated_offsets);
+  const BoxTypeCoder coder(type, options.box_coder_weights, options.box_coder_angle_weight, options.rotated_offsets,
+                           options.rotated_edge_swap);
   const Tensor anchor_boxes = anchors.detach();
   const int64_t images = static_cast<int64_t>(gt_boxes.size()), k = anchors.size(0), d = box_dim(type);
   const TensorOptions index_options(kInt64, anchors.device());

@@ -50,6 +50,7 @@ struct RPNLossOptions {
   std::array<double, 4> box_coder_weights = {1.0, 1.0, 1.0, 1.0};
   double box_coder_angle_weight = 1.0;  // rotated anchors only: the weight of da
   OffsetFrame rotated_offsets = OffsetFrame::kImage;  // rotated anchors only (DetectorConfig::rotated_offsets)
+  bool rotated_edge_swap = false;  // rotated anchors only (DetectorConfig::rotated_edge_swap)
 };
 
 struct RPNTargets {

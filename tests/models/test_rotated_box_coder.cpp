@@ -166,6 +166,43 @@ TEST_CASE("values/rotated_box_coder: decode inverts encode up to the angle's ran
   for (size_t k = 0; k < got.size(); ++k) CHECK(angle_gap(got[k], given[k]) < 1e-5);
 }
 
+TEST_CASE("values/rotated_box_coder: edge swap turns at most a quarter and decodes to the same box") {
+  // By hand: G = (0, 0, 20, 10, 0.6 pi) from P = (0, 0, 10, 20, 0): the plain turn is -0.4 pi (wrapped); G is
+  // also (0, 0, 10, 20, 0.1 pi), a turn of 0.1 pi with no change of sides.
+  const Tensor g = from_vector<double>({0, 0, 20, 10, 0.6 * kPi}, {1, 5});
+  const Tensor p = from_vector<double>({0, 0, 10, 20, 0}, {1, 5});
+  const RotatedBoxCoder swapping({1, 1, 1, 1, 1}, std::log(1000.0 / 16.0), OffsetFrame::kImage, true);
+  const std::vector<double> d = values(swapping.encode(g, p));
+  CHECK(d[2] == doctest::Approx(0.0));  // log(10 / 10)
+  CHECK(d[3] == doctest::Approx(0.0));  // log(20 / 20)
+  CHECK(d[4] == doctest::Approx(0.1 * kPi));
+  const std::vector<double> plain = values(RotatedBoxCoder().encode(g, p));
+  CHECK(plain[2] == doctest::Approx(std::log(2.0)));
+  CHECK(plain[4] == doctest::Approx(-0.4 * kPi));
+
+  // Random pairs, both frames: |da| <= pi/4 wa, and decode gives a box with G's corners.
+  const Tensor reference = random_rotated_boxes(300, kFloat64, 11);
+  const Tensor target = random_rotated_boxes(300, kFloat64, 12, -3 * kPi, 3 * kPi);
+  for (OffsetFrame frame : {OffsetFrame::kImage, OffsetFrame::kBox}) {
+    const RotatedBoxCoder coder({10, 10, 5, 5, 2}, std::log(1000.0 / 16.0), frame, true);
+    const Tensor deltas = coder.encode(target, reference);
+    for (double da : values(select(deltas, 1, 4))) CHECK(std::abs(da) <= 2 * kPi / 4 + 1e-12);
+    const Tensor back = coder.decode(deltas, reference);
+    const std::vector<double> b = values(back), t = values(target);
+    for (size_t k = 0; k < 300; ++k) {
+      // The same rectangle: same centre, and the same side along each direction.
+      const double* x = &b[5 * k];
+      const double* y = &t[5 * k];
+      CHECK(std::abs(x[0] - y[0]) < 1e-9);
+      CHECK(std::abs(x[1] - y[1]) < 1e-9);
+      const bool swapped = angle_gap(x[4], y[4]) > 1e-6;
+      CHECK(angle_gap(x[4], swapped ? y[4] + kPi / 2 : y[4]) < 1e-9);
+      CHECK(std::abs(x[2] - (swapped ? y[3] : y[2])) < 1e-9);
+      CHECK(std::abs(x[3] - (swapped ? y[2] : y[3])) < 1e-9);
+    }
+  }
+}
+
 TEST_CASE("values/rotated_box_coder: angle-0 boxes give BoxCoder's dx dy dw dh on the axis-aligned boxes") {
   const Tensor reference = mul(random_rotated_boxes(100, kFloat64, 3), from_vector<double>({1, 1, 1, 1, 0}));
   const Tensor target = mul(random_rotated_boxes(100, kFloat64, 4), from_vector<double>({1, 1, 1, 1, 0}));
@@ -382,6 +419,9 @@ MINIDET_CUDA_TEST_CASE("cuda/rotated_box_coder: encode and decode match the CPU"
     const Tensor encoded = coder.encode(target.cuda(), reference.cuda());
     CHECK(encoded.device() == Device::cuda());
     CHECK(allclose(encoded.cpu(), coder.encode(target, reference), 1e-5, 1e-5));
+    const RotatedBoxCoder swapping({10, 10, 5, 5, 2}, std::log(1000.0 / 16.0), OffsetFrame::kImage, true);
+    CHECK(allclose(swapping.encode(target.cuda(), reference.cuda()).cpu(), swapping.encode(target, reference), 1e-5,
+                   1e-5));
     // normalize_angle: add, div, floor, mul, sub are exactly rounded on both: the same bits.
     const Tensor angles = mul(sub(rand({1000}, kFloat64, &g), 0.5), 40.0).to(dtype);
     CHECK(max_abs_diff(models::normalize_angle(angles.cuda()).cpu(), models::normalize_angle(angles)) == 0.0);
