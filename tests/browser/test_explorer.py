@@ -15,6 +15,7 @@ engine recorded. The checks:
   - clicking a node of the graph (g.node#n<ID>) opens #panel with the node's op and the statistics of every
     gradient it received, sent or (a leaf) accumulated, equal to the record's (data-value = String(number));
   - searching a parameter's name lists its leaf;
+  - collapsing a module (#module-tree) hides exactly its nodes, and expanding shows them again;
   - the path from the loss (#btn-path) marks exactly the nodes its gradient reaches;
   - with SCREENSHOT: a 1600x1000 picture of the page, freshly loaded, at the middle step (or at the first
     node of --screenshot-op) with that node selected.
@@ -377,6 +378,35 @@ class ExplorerTest:
         self.console_errors("while searching")
         print("ok: search finds " + "; ".join(names))
 
+    def check_modules(self):
+        """Clicking a module in #module-tree collapses its cluster: its nodes hide, the others stay; a second
+        click shows them again. A node belongs to its scope's cluster; a leaf to its parameter's module."""
+        def cluster_of(node):
+            if node["op"] == "AccumulateGrad" and node.get("leaf"):
+                return node["leaf"].rsplit(".", 1)[0] if "." in node["leaf"] else ""
+            return node["scope"]
+        tops = {}
+        for node in self.nodes:
+            top = cluster_of(node).split(".")[0]
+            if top:
+                tops.setdefault(top, []).append(node["id"])
+        if not tops:
+            print("ok: no module scopes in this record, nothing to collapse")
+            return
+        scope, inside = max(tops.items(), key=lambda item: len(item[1]))
+        outside = [n["id"] for n in self.nodes if n["id"] not in set(inside)]
+        hidden = "return document.getElementById('n' + arguments[0]).style.display === 'none'"
+        toggle = ("document.querySelector(\"#module-tree li[data-scope='\" + arguments[0] + \"'] > span\").click()")
+        self.js(toggle, scope)
+        self.wait_for(lambda: all(self.js(hidden, i) for i in inside),
+                      f"collapsing module {scope!r} should hide its {len(inside)} nodes")
+        assert not any(self.js(hidden, i) for i in outside), f"collapsing {scope!r} hid a node outside it"
+        self.js(toggle, scope)
+        self.wait_for(lambda: not any(self.js(hidden, i) for i in inside),
+                      f"expanding module {scope!r} again should show its nodes")
+        self.console_errors("while collapsing modules")
+        print(f"ok: module {scope!r} collapses ({len(inside)} nodes hidden, {len(outside)} shown) and expands")
+
     def path_from(self, node):
         want = reachable(self.record, node["id"])
         self.select_by_click(node["id"])
@@ -489,6 +519,7 @@ def main():
             test.check_play()
             test.check_panels()
             test.check_search()
+            test.check_modules()
             test.check_path()
             if args.screenshot:
                 test.screenshot(url, args.screenshot, args.screenshot_op)
