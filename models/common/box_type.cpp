@@ -7,6 +7,7 @@
 #include "ops/boxes/box_geometry.h"
 #include "ops/boxes/box_iou.h"
 #include "ops/elementwise/binary.h"
+#include "ops/elementwise/unary.h"
 #include "ops/nms/nms.h"
 #include "ops/nms_rotated/nms_rotated.h"
 #include "ops/nms_rotated/nms_rotated_mask.h"
@@ -35,6 +36,16 @@ Tensor box_sides(BoxType type, const Tensor& boxes) {
   const int64_t last = boxes.dim() - 1;
   if (type == BoxType::kRotated) return narrow(boxes, last, 2, 2);
   return sub(narrow(boxes, last, 2, 2), narrow(boxes, last, 0, 2));
+}
+
+Tensor bounding_boxes(BoxType type, const Tensor& boxes) {
+  if (type == BoxType::kAxisAligned) return boxes;
+  const int64_t last = boxes.dim() - 1;
+  const Tensor cx = select(boxes, last, 0), cy = select(boxes, last, 1), w = select(boxes, last, 2),
+               h = select(boxes, last, 3), a = select(boxes, last, 4);
+  const Tensor c = abs(cos(a)), s = abs(sin(a));
+  const Tensor half_x = mul(add(mul(w, c), mul(h, s)), 0.5), half_y = mul(add(mul(w, s), mul(h, c)), 0.5);
+  return stack({sub(cx, half_x), sub(cy, half_y), add(cx, half_x), add(cy, half_y)}, -1);
 }
 
 Tensor clip_to_image(BoxType type, const Tensor& boxes, double height, double width) {

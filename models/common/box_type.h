@@ -50,6 +50,10 @@ BoxType box_type_of(const char* op, const Tensor& boxes, const char* what = "box
 Tensor pairwise_iou(BoxType type, const Tensor& a, const Tensor& b);
 // (..., 2): every box's width and height, from (..., D) boxes.
 Tensor box_sides(BoxType type, const Tensor& boxes);
+// (..., 4): every box's axis-aligned bounding box (x1, y1, x2, y2), from (..., D) boxes: the boxes themselves
+// when axis-aligned; for a rotated box, cx -+ (|w cos a| + |h sin a|) / 2 and cy -+ (|w sin a| + |h cos a|) / 2.
+// The all-zero padding row gives the empty box (0, 0, 0, 0).
+Tensor bounding_boxes(BoxType type, const Tensor& boxes);
 // Axis-aligned boxes clamped to [0, width] x [0, height]; rotated boxes returned as they are (see above).
 Tensor clip_to_image(BoxType type, const Tensor& boxes, double height, double width);
 // NMS within each of `segments` equal runs of rows, as a device mask (ops/nms/nms_mask.h), no host sync.

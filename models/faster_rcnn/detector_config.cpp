@@ -149,6 +149,7 @@ void DetectorConfig::visit_keys(ConfigVisitor& v) {
     v.field("box_coder_angle_weight", r.loss.box_coder_angle_weight);
     v.field("box_coder_weights", r.loss.box_coder_weights);
     v.field("fg_iou_threshold", r.loss.fg_iou_threshold);
+    v.field("match_bounding_boxes", r.loss.match_bounding_boxes);
     v.field("positive_fraction", r.loss.positive_fraction);
     v.field("smooth_l1_beta", r.loss.smooth_l1_beta);
     v.object("test", [&] { visit_proposals(v, r.test_proposals); });

@@ -19,7 +19,7 @@
 //                    "norm": "batch_norm" | "frozen_batch_norm", "deformable_last_stage", "modulated_deformable" },
 //     "rpn":       { "anchor_sizes", "aspect_ratios", "anchor_angles_degrees", "fg_iou_threshold",
 //                    "bg_iou_threshold", "batch_size_per_image", "positive_fraction", "smooth_l1_beta",
-//                    "box_coder_weights", "box_coder_angle_weight",
+//                    "box_coder_weights", "box_coder_angle_weight", "match_bounding_boxes",
 //                    "train": { "pre_nms_top_n", "post_nms_top_n", "nms_threshold", "min_size", "score_threshold" },
 //                    "test":  { same keys } },
 //     "roi_heads": { "pooled_size", "sampling_ratio", "aligned", "representation_size", "fg_iou_threshold",

@@ -67,7 +67,11 @@ RPNTargets rpn_targets(const Tensor& anchors, const std::vector<Tensor>& gt_boxe
     if (gt.size(0) < widest) rows.push_back(narrow(padding, 0, 0, widest - gt.size(0)));
   }
   const Tensor padded = cat(rows, 0);  // (B * W, 4)
-  const MatchResult match = matcher(pairwise_iou(type, padded, anchor_boxes).view({images, widest, k}));
+  const Tensor quality = options.match_bounding_boxes
+                             ? pairwise_iou(BoxType::kAxisAligned, bounding_boxes(type, padded),
+                                            bounding_boxes(type, anchor_boxes))
+                             : pairwise_iou(type, padded, anchor_boxes);
+  const MatchResult match = matcher(quality.view({images, widest, k}));
   // Each anchor's matched object as onehot(matches) @ objects, per image: (B, K, W) @ (B, W, D), exact, and
   // unlike an index gather free of a host-side check of the indices (a synchronisation on the GPU).
   const Tensor columns = arange(static_cast<double>(widest), index_options).view({1, 1, widest});

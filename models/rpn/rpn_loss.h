@@ -51,6 +51,12 @@ struct RPNLossOptions {
   double box_coder_angle_weight = 1.0;  // rotated anchors only: the weight of da
   OffsetFrame rotated_offsets = OffsetFrame::kImage;  // rotated anchors only (DetectorConfig::rotated_offsets)
   bool rotated_edge_swap = false;  // rotated anchors only (DetectorConfig::rotated_edge_swap)
+  // Rotated anchors only: match anchors and objects by the IoU of their axis-aligned bounding boxes instead of
+  // their rotated IoU, as the RPNs of RoI Transformer and Oriented R-CNN assign their horizontal anchors (with
+  // anchor_angles_degrees = {0}). A thin object at any angle then has the anchors around its bounding box as
+  // positives, where rotated IoU leaves it little more than its one best anchor; the regression still goes
+  // to the rotated box.
+  bool match_bounding_boxes = false;
 };
 
 struct RPNTargets {

@@ -5,6 +5,7 @@
 #include "core/factories.h"
 #include "models/common/box_type.h"
 #include "models/faster_rcnn/detector_config.h"
+#include "models/rpn/rpn_loss.h"
 #include "ops/box_iou_rotated/box_iou_rotated.h"
 #include "ops/boxes/box_geometry.h"
 #include "ops/boxes/box_iou.h"
@@ -60,6 +61,42 @@ TEST_CASE("values/box_type: each step calls the op of its box type") {
   CHECK(test::allclose(turned.encode(rotated, references), reference.encode(rotated, references), 0, 0));
   const Tensor deltas = turned.encode(rotated, references);
   CHECK(test::allclose(turned.decode(deltas, references), reference.decode(deltas, references), 0, 0));
+}
+
+TEST_CASE("values/box_type: bounding boxes of rotated boxes, and matching anchors by them") {
+  constexpr double kPi = 3.14159265358979323846;
+  // (cx, cy, w, h, a): at 0 the box itself; a quarter turn swaps the extents; at 45 degrees a 20 x 4 bar
+  // reaches (20 + 4) / 2 / sqrt(2) each way; the padding row gives the empty box.
+  const Tensor rotated = from_vector<double>({10, 20, 8, 4, 0, 10, 20, 8, 4, kPi / 2, 0, 0, 20, 4, kPi / 4, 0, 0, 0, 0, 0},
+                                             {4, 5});
+  const double e = 12.0 / std::sqrt(2.0);
+  const std::vector<double> expected = {6, 18, 14, 22, 8, 16, 12, 24, -e, -e, e, e, 0, 0, 0, 0};
+  const std::vector<double> got = models::bounding_boxes(BoxType::kRotated, rotated).to_vector<double>();
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]).epsilon(1e-12));
+  const Tensor xyxy = from_vector<double>({0, 0, 10, 10}, {1, 4});
+  CHECK(models::bounding_boxes(BoxType::kAxisAligned, xyxy).to_vector<double>() == xyxy.to_vector<double>());
+
+  // A 40 x 4 bar at 45 degrees and horizontal anchors: by rotated IoU no anchor passes 0.7 (the bar keeps only
+  // its one best anchor, a low-quality match); by bounding boxes the anchor that is its bounding box (and the
+  // one like it) is a full positive, and the regression still aims at the rotated bar.
+  const double side = 44.0 / std::sqrt(2.0);
+  const Tensor bar = from_vector<double>({50, 50, 40, 4, kPi / 4}, {1, 5});
+  const Tensor anchors = from_vector<double>({50, 50, side, side, 0, 51, 50, side, side, 0, 50, 50, 40, 4, 0,
+                                              10, 10, 8, 8, 0},
+                                             {4, 5});
+  models::RPNLossOptions options;
+  const models::RPNTargets by_rotated_iou = models::rpn_targets(anchors, {bar}, options);
+  options.match_bounding_boxes = true;
+  const models::RPNTargets by_bounding_box = models::rpn_targets(anchors, {bar}, options);
+  const std::vector<int64_t> rotated_labels = by_rotated_iou.labels.to_vector<int64_t>();
+  const std::vector<int64_t> box_labels = by_bounding_box.labels.to_vector<int64_t>();
+  CHECK(std::count(rotated_labels.begin(), rotated_labels.end(), 1) == 1);  // the low-quality match alone
+  CHECK(box_labels == std::vector<int64_t>{1, 1, 0, 0});  // bounding-box IoU 1, 0.96; 0.3 > IoU of the others
+  // Anchor 0's target: from a square at angle 0 to the bar, the delta to the rotated box (not to its bounding box).
+  const std::vector<double> target = by_bounding_box.regression.to_vector<double>();
+  CHECK(target[4] == doctest::Approx(kPi / 4));
+  CHECK(target[2] == doctest::Approx(std::log(40.0 / side)));
 }
 
 TEST_CASE("errors/box_type: widths other than 4 and 5 are named") {

@@ -39,7 +39,7 @@ TEST_CASE("values/detector_config: the default JSON text lists every key alphabe
         R"("rpn":{"anchor_angles_degrees":[-90.0,-60.0,-30.0,0.0,30.0,60.0],"anchor_sizes":[16.0,32.0,64.0],)"
         R"("aspect_ratios":[0.5,1.0,2.0],"batch_size_per_image":256,"bg_iou_threshold":0.3,)"
         R"("box_coder_angle_weight":1.0,"box_coder_weights":[1.0,1.0,1.0,1.0],"fg_iou_threshold":0.7,)"
-        R"("positive_fraction":0.5,)"
+        R"("match_bounding_boxes":false,"positive_fraction":0.5,)"
         R"("smooth_l1_beta":0.1111111111111111,"test":{"min_size":0.001,"nms_threshold":0.7,"post_nms_top_n":100,)"
         R"("pre_nms_top_n":500,"score_threshold":0.0},"train":{"min_size":0.001,"nms_threshold":0.7,)"
         R"("post_nms_top_n":300,"pre_nms_top_n":1000,"score_threshold":0.0}}})");
