@@ -7,7 +7,8 @@
 
 namespace minidet::autograd::explorer {
 
-// explorer.html with its {{placeholders}}, explorer.css and explorer.js, as written in autograd/explorer/.
+// explorer.html with its {{placeholders}}, explorer.css, and the script: explorer_views.js then explorer.js,
+// as written in autograd/explorer/.
 const std::string& page_template();
 const std::string& page_css();
 const std::string& page_js();
