@@ -8,6 +8,7 @@
 
 #include "autograd/explorer/embedded.h"
 #include "autograd/graph_layout.h"
+#include "autograd/json_text.h"
 #include "core/error.h"
 
 namespace minidet::autograd {
@@ -26,28 +27,6 @@ std::string dot_quoted(const std::string& text) {
     }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
-  }
-  return out + "\"";
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
   }
   return out + "\"";
 }
@@ -200,13 +179,13 @@ std::string docs_json(const BackwardRecord& record) {
   std::set<std::string> headers;
   std::string out = "{\"by_source\": {";
   for (const auto& [source, header] : by_source) {
-    out += (headers.empty() ? "\n" : ",\n") + json_string(source) + ": " + json_string(header);
+    out += (headers.empty() ? "\n" : ",\n") + json_quoted(source) + ": " + json_quoted(header);
     headers.insert(header);
   }
   out += "},\n\"headers\": {";
   bool first = true;
   for (const std::string& header : headers) {
-    out += (first ? "\n" : ",\n") + json_string(header) + ": " + json_string(explorer::op_header_docs().at(header));
+    out += (first ? "\n" : ",\n") + json_quoted(header) + ": " + json_quoted(explorer::op_header_docs().at(header));
     first = false;
   }
   return out + "}}";

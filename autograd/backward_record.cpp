@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/engine.h"
+#include "autograd/json_text.h"
 
 namespace minidet::autograd {
 namespace {
@@ -87,22 +88,7 @@ void put_number(std::string& out, double v, const char* format) {
   out += buf;
 }
 
-void put_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-}
+void put_string(std::string& out, const std::string& s) { out += json_quoted(s); }
 
 template <typename T, typename Put>
 void put_array(std::string& out, const std::vector<T>& items, Put put) {
