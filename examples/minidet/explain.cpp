@@ -47,11 +47,13 @@ void write_page(const autograd::BackwardRecord& record, const std::string& path)
   std::printf("page         %s (%zu nodes): open it in a browser\n", path.c_str(), record.nodes.size());
 }
 
-// The detector, on `device` in train mode, with its config (classes filled in from the data).
-std::unique_ptr<models::FasterRCNN> make_model(const ExplainArgs& args, Device device, RunConfig& config) {
+// The detector, on `device` in train mode, with its config (classes filled in from the data) and its data.
+std::unique_ptr<models::FasterRCNN> make_model(const ExplainArgs& args, Device device, RunConfig& config,
+                                               Datasets& data) {
   if (!args.checkpoint.empty()) {
     const RunCheckpoint checkpoint = load_run_checkpoint(checkpoint_path(args.checkpoint, true));
     config = checkpoint.config;
+    data = open_datasets(config, false);
     auto model = load_model(checkpoint, device);
     model->train();
     return model;
@@ -59,7 +61,7 @@ std::unique_ptr<models::FasterRCNN> make_model(const ExplainArgs& args, Device d
   if (!args.config_path.empty()) config = RunConfig::load(args.config_path);
   for (const std::string& assignment : args.overrides) config.set(assignment);
   config.validate();
-  const Datasets data = open_datasets(config, true);
+  data = open_datasets(config, true);
   adopt_classes(config, *data.train);
   Generator init(config.schedule.seed);
   auto model = std::make_unique<models::FasterRCNN>(config.detector, &init);
@@ -86,8 +88,8 @@ int run_explain(const ExplainArgs& args) {
   set_threads(args.threads);
   const Device device = pick_device(args.device);
   RunConfig config;
-  std::unique_ptr<models::FasterRCNN> model = make_model(args, device, config);
-  const Datasets data = open_datasets(config, false);
+  Datasets data;
+  std::unique_ptr<models::FasterRCNN> model = make_model(args, device, config, data);
   const int64_t count = data.val->size();
   MINIDET_CHECK(args.image_index >= 0 && args.image_index < count, "explain: --image-index ", args.image_index,
                 " is not an image of the held-out split, which has ", count, " (0 to ", count - 1, ")");

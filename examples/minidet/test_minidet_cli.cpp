@@ -123,7 +123,7 @@ TEST_CASE("values/minidet: --help for the program and each subcommand") {
   const fs::path folder = fresh_folder("help");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--help", "train"}, {"train --help", "--resume"}, {"eval --help", "--checkpoint"}, {"eval --help", "--results"},
-      {"detect --help", "--out"}};
+      {"detect --help", "--out"}, {"explain --help", "--from-record"}};
   for (const auto& [arguments, expected] : cases) {
     CAPTURE(arguments);
     const Result r = run_minidet(folder, arguments);
@@ -409,4 +409,48 @@ TEST_CASE("values/minidet: Ctrl-C finishes the step, saves last.ckpt, says how t
   const int64_t step = nn::load_checkpoint((folder / "run" / "last.ckpt").string()).get("progress.step").item<int64_t>();
   CHECK(step >= 1);
   CHECK(out.find("interrupted after step " + std::to_string(step) + ";") != std::string::npos);
+}
+
+TEST_CASE("values/minidet: explain records one step of a fresh or trained detector and makes its page") {
+  const fs::path folder = fresh_folder("explain");
+  write_text(folder / "tiny.json", kTinyConfig);
+  // A fresh detector of the tiny config, held-out image 1: the record names the losses and the parameters.
+  const Result fresh = run_minidet(folder, "explain --config tiny.json --device cpu --threads 1 --image-index 1 "
+                                           "--record fresh.json");
+  REQUIRE_MESSAGE(fresh.code == 0, fresh.err);
+  const json record = json::parse(read_text(folder / "fresh.json"));
+  CHECK(record["format"] == "minidet-backward-record");
+  REQUIRE(record["nodes"].size() > 20);
+  CHECK(record["nodes"][0]["output_names"][0] == "total loss");
+  bool named_loss = false, backbone_leaf = false;
+  for (const json& node : record["nodes"]) {
+    for (const json& name : node["output_names"]) named_loss = named_loss || name == "loss_box_reg";
+    backbone_leaf = backbone_leaf || (node["op"] == "AccumulateGrad" &&
+                                      node["leaf"].get<std::string>().rfind("backbone.", 0) == 0);
+  }
+  CHECK(named_loss);
+  CHECK(backbone_leaf);
+
+  // A trained checkpoint's step, and the page: written directly, or later from the record.
+  REQUIRE(run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out run").code == 0);
+  const Result trained = run_minidet(folder, "explain --checkpoint run --device cpu --threads 1 --record run.json");
+  REQUIRE_MESSAGE(trained.code == 0, trained.err);
+  CHECK(json::parse(read_text(folder / "run.json"))["nodes"].size() == record["nodes"].size());
+  const Result page = run_minidet(folder, "explain --from-record run.json --out run.html");
+  if (page.code != 0 && page.err.find("Graphviz") != std::string::npos) {
+    MESSAGE("this build has no Graphviz: the page is not written, and the error says so");
+  } else {
+    REQUIRE_MESSAGE(page.code == 0, page.err);
+    const std::string html = read_text(folder / "run.html");
+    CHECK(html.find("minidet-backward-record") != std::string::npos);
+    CHECK(html.find("<svg") != std::string::npos);
+  }
+
+  // Bad requests end in one line.
+  const Result nothing = run_minidet(folder, "explain --config tiny.json --device cpu");
+  CHECK(nothing.code == 1);
+  CHECK(nothing.err.find("give --out PAGE.html, --record RECORD.json or both") != std::string::npos);
+  const Result far = run_minidet(folder, "explain --config tiny.json --device cpu --image-index 4 --record x.json");
+  CHECK(far.code == 1);
+  CHECK(far.err.find("--image-index 4 is not an image of the held-out split, which has 4") != std::string::npos);
 }
