@@ -4,10 +4,12 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <sstream>
 
 #include "autograd/backward_record.h"
 #include "autograd/engine.h"
 #include "autograd/scope.h"
+#include "autograd/trace.h"
 #include "core/factories.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/unary.h"
@@ -215,8 +217,17 @@ TEST_CASE("values/backward_record: off by default, innermost recorder wins, and 
   {
     autograd::BackwardRecorder inner;
     CHECK(autograd::BackwardRecorder::active() == &inner);
-    graph.loss.backward();
+    std::ostringstream trace;
+    {
+      autograd::BackwardTraceGuard tracing(trace);
+      graph.loss.backward();
+    }
     CHECK(inner.record().nodes.size() >= 6);
+    // The trace printed the same nodes the recorder kept, one "[backward i]" block each.
+    size_t blocks = 0;
+    for (size_t at = trace.str().find("[backward "); at != std::string::npos; at = trace.str().find("[backward ", at + 1))
+      ++blocks;
+    CHECK(blocks == inner.record().nodes.size());
   }
   CHECK(autograd::BackwardRecorder::active() == &outer);
   CHECK(outer.record().nodes.empty());
