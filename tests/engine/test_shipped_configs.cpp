@@ -22,4 +22,6 @@ TEST_CASE("values/shipped_configs: rotated_shapes.json is the oriented detector 
   const models::FasterRCNN model(config.detector, &init);
   CHECK(model.rpn->head->num_anchors == 15);
   CHECK(model.rpn->head->box_dim == 5);
+  // Features of stride 4, so a bar a few pixels thick spans more than one feature cell.
+  CHECK(model.config().rpn.feature_stride == 4);
 }
