@@ -11,6 +11,7 @@
 #include "core/cuda/availability.h"
 #include "core/error.h"
 #include "dist/nccl_communicator.h"
+#include "nn/layers/batch_norm.h"
 
 #if MINIDET_WITH_MPI
 #include <mpi.h>
@@ -61,9 +62,13 @@ ProcessGroup::ProcessGroup() {
   }
 #endif
   set_timeout(600);
+  // SyncBatchNorm2d layers normalise over every rank of the job, as PyTorch's over its default group.
+  if (size_ > 1)
+    nn::set_sync_batch_norm_group({size_, [this](const Tensor& t) { all_reduce_sum(t, "SyncBatchNorm statistics"); }});
 }
 
 ProcessGroup::~ProcessGroup() {
+  nn::set_sync_batch_norm_group({});
   watchdog_.reset();
   // Left to the process's end on purpose: this runs at exit, possibly after the CUDA runtime was torn down,
   // when ncclCommDestroy could fail; the driver reclaims the communicator with the process.

@@ -12,6 +12,9 @@
 //   CUDA tensors  NCCL on a communicator created from an id that rank 0 broadcasts over MPI, on a stream of
 //                 its own (when built with NCCL); otherwise copied to the host and reduced by MPI
 //
+// With more than one rank, world() also installs itself as the group of every nn::SyncBatchNorm2d
+// (nn/layers/batch_norm.h): their statistics are all-reduced over all ranks.
+//
 // Built without MPI (cmake/MinidetDist.cmake), the group is this process alone: rank 0 of 1, and every
 // collective is the identity. Programs need no #if: they run alone.
 //

@@ -59,7 +59,9 @@ Trainer::Trainer(const RunConfig& config, const data::Dataset& train, const Devi
   generator_ = std::make_unique<Generator>(s.seed);
   model_ = std::make_unique<models::FasterRCNN>(config_.detector, generator_.get());
   model_->to(device_);  // before the optimizer, which keeps the parameters it is given
-  if (device_.is_cuda() && s.cuda_graphs) graphs_ = std::make_unique<CudaGraphs>(*model_);
+  // A graph replays its kernels without the host: SyncBatchNorm's all-reduces between ranks cannot be in one.
+  const bool synced_norms = config_.detector.backbone.norm == models::NormKind::SyncBatchNorm && group.size() > 1;
+  if (device_.is_cuda() && s.cuda_graphs && !synced_norms) graphs_ = std::make_unique<CudaGraphs>(*model_);
   optimizer_ = std::make_unique<nn::Adam>(std::vector<nn::ParamGroup>{{model_->parameters(), s.lr, s.weight_decay}},
                                           nn::AdamOptions{0.9, 0.999, 1e-8, /*decoupled_weight_decay=*/true});
   scheduler_ = std::make_unique<nn::WarmupCosineLR>(*optimizer_, s.steps, s.min_lr_factor,

@@ -48,6 +48,7 @@ std::shared_ptr<nn::DeformConv2d> make_deformable_conv(int64_t in, int64_t out, 
 
 std::shared_ptr<nn::UnaryModule> make_norm(int64_t channels, NormKind norm) {
   if (norm == NormKind::FrozenBatchNorm) return std::make_shared<nn::FrozenBatchNorm2d>(channels);
+  if (norm == NormKind::SyncBatchNorm) return std::make_shared<nn::SyncBatchNorm2d>(channels);
   return std::make_shared<nn::BatchNorm2d>(channels);
 }
 
@@ -69,7 +70,11 @@ void check_options(const BackboneOptions& o) {
 }  // namespace
 
 const char* norm_kind_name(NormKind kind) {
-  return kind == NormKind::FrozenBatchNorm ? "FrozenBatchNorm" : "BatchNorm";
+  switch (kind) {
+    case NormKind::FrozenBatchNorm: return "FrozenBatchNorm";
+    case NormKind::SyncBatchNorm: return "SyncBatchNorm";
+    default: return "BatchNorm";
+  }
 }
 
 // ---- BasicBlock ---------------------------------------------------------------------------------------------

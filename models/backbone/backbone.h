@@ -25,6 +25,9 @@
 // Norm layers, by options.norm:
 // - BatchNorm: nn::BatchNorm2d, batch statistics in training and running ones in eval. Convs that feed a
 //   norm have no bias (the norm's own bias replaces it), as in torchvision's ResNet.
+// - SyncBatchNorm: nn::SyncBatchNorm2d, BatchNorm whose training statistics are those of every rank's images
+//   in a data-parallel job (ops/sync_batch_norm/sync_batch_norm.h), as detectron2 and mmdet train detectors
+//   on a few images per GPU; with one rank it is BatchNorm.
 // - FrozenBatchNorm: nn::FrozenBatchNorm2d, a fixed affine map (identity until statistics are loaded), as
 //   detection backbones use when a batch of a few images gives unreliable statistics. It has nothing to
 //   learn, so the convs in front of it keep their bias.
@@ -43,7 +46,7 @@
 
 namespace minidet::models {
 
-enum class NormKind { BatchNorm, FrozenBatchNorm };
+enum class NormKind { BatchNorm, SyncBatchNorm, FrozenBatchNorm };
 
 struct BackboneOptions {
   int64_t in_channels = 3;

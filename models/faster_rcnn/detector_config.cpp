@@ -111,7 +111,9 @@ void DetectorConfig::visit_keys(ConfigVisitor& v) {
     v.field("deformable_last_stage", b.deformable_last_stage);
     v.field("in_channels", b.in_channels);
     v.field("modulated_deformable", b.modulated_deformable);
-    v.choice("norm", b.norm, {{"batch_norm", NormKind::BatchNorm}, {"frozen_batch_norm", NormKind::FrozenBatchNorm}});
+    v.choice("norm", b.norm, {{"batch_norm", NormKind::BatchNorm},
+                                    {"sync_batch_norm", NormKind::SyncBatchNorm},
+                                    {"frozen_batch_norm", NormKind::FrozenBatchNorm}});
     v.field("stem_channels", b.stem_channels);
     v.field("strides", b.strides);
     v.field("widths", b.widths);

@@ -64,14 +64,6 @@ Tensor batch_norm_backward_input(const Tensor& dy, const Tensor& x, const Tensor
   return dx;
 }
 
-namespace {
-
-struct ScaleShift {
-  Tensor mean, invstd, scale, shift;  // mean: a copy of the mean given, when asked for
-};
-
-// channel_scale_shift (batch_norm_kernels.h) on C-vectors: normalise with `mean` and `var`; when
-// running_mean and running_var are defined, they are updated in place (training).
 ScaleShift channel_scale_shift(const Tensor& mean_any, const Tensor& var_any, const Tensor& weight_any,
                                const Tensor& bias_any, double eps, const Tensor& running_mean,
                                const Tensor& running_var, double momentum, double unbias, bool copy_mean) {
@@ -108,10 +100,6 @@ ScaleShift channel_scale_shift(const Tensor& mean_any, const Tensor& var_any, co
   return out;
 }
 
-struct BackwardCoefficients {
-  Tensor grad_weight, k, mean_dy, mean_dy_xhat;
-};
-
 BackwardCoefficients backward_coefficients(const BatchNormSums& sums, const Tensor& invstd, const Tensor& weight_any,
                                            int64_t count) {
   const Tensor weight = vector_contiguous(weight_any);
@@ -129,7 +117,6 @@ BackwardCoefficients backward_coefficients(const BatchNormSums& sums, const Tens
   return out;
 }
 
-}  // namespace
 }  // namespace ops::detail
 
 namespace {
@@ -150,9 +137,9 @@ void check_input(const char* op, const Tensor& input) {
 
 }  // namespace
 
-Tensor batch_norm2d(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
-                    const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
-  const char* op = "batch_norm2d";
+void ops::detail::check_batch_norm_arguments(const char* op, const Tensor& input, const Tensor& running_mean,
+                                             const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                                             bool training, double eps) {
   check_input(op, input);
   check_channel_vector(op, input, running_mean, "running_mean");
   check_channel_vector(op, input, running_var, "running_var");
@@ -162,6 +149,12 @@ Tensor batch_norm2d(const Tensor& input, const Tensor& running_mean, const Tenso
   MINIDET_CHECK(running_mean.defined() == running_var.defined(), op,
                 ": pass both running_mean and running_var, or neither");
   MINIDET_CHECK(training || running_mean.defined(), op, ": eval mode needs running_mean and running_var");
+}
+
+Tensor batch_norm2d(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                    const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
+  const char* op = "batch_norm2d";
+  ops::detail::check_batch_norm_arguments(op, input, running_mean, running_var, weight, bias, training, eps);
   const int64_t count = input.size(0) * input.size(2) * input.size(3);  // M: values per channel
   MINIDET_CHECK(!training || count > 1, op, ": expected more than 1 value per channel when training, got input of shape ",
                 input.sizes());

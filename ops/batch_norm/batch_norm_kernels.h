@@ -36,6 +36,27 @@ Tensor batch_norm_backward_input(const Tensor& grad_output, const Tensor& x, con
                                  const Tensor& invstd, const Tensor& k, const Tensor& mean_dy,
                                  const Tensor& mean_dy_xhat);
 
+// The checks batch_norm2d and sync_batch_norm2d share: a floating (N, C, H, W) input, (C) vectors of its
+// dtype and device, eps >= 0, both running statistics or neither, and them in eval mode.
+void check_batch_norm_arguments(const char* op, const Tensor& input, const Tensor& running_mean,
+                                const Tensor& running_var, const Tensor& weight, const Tensor& bias, bool training,
+                                double eps);
+
+// channel_scale_shift on C-vectors: normalise with `mean` and `var`; when running_mean and running_var are
+// defined, they are updated in place (training), the variance times `unbias`.
+struct ScaleShift {
+  Tensor mean, invstd, scale, shift;  // mean: a copy of the mean given, when asked for (copy_mean)
+};
+ScaleShift channel_scale_shift(const Tensor& mean, const Tensor& var, const Tensor& weight, const Tensor& bias,
+                               double eps, const Tensor& running_mean, const Tensor& running_var, double momentum,
+                               double unbias, bool copy_mean);
+// backward_coefficients on C-vectors, from the sums of channel_moments(dy, x, -, mean) over `count` values.
+struct BackwardCoefficients {
+  Tensor grad_weight, k, mean_dy, mean_dy_xhat;
+};
+BackwardCoefficients backward_coefficients(const BatchNormSums& sums, const Tensor& invstd, const Tensor& weight,
+                                           int64_t count);
+
 // Raw pointers and sizes of one call, shared by the CPU and CUDA kernels. plane = H * W.
 template <typename T>
 struct MomentsArgs {

@@ -103,6 +103,21 @@ TEST_CASE("values/backbone: parameters and buffers for batch norm and frozen bat
   CHECK(frozen.num_parameters() == conv_weights + norm_channels / 2);
 }
 
+TEST_CASE("values/backbone: sync batch norm builds SyncBatchNorm2d layers with batch norm's names, same output alone") {
+  Generator a(9), b(9);
+  BackboneOptions plain = tiny_options(NormKind::BatchNorm), synced = tiny_options(NormKind::SyncBatchNorm);
+  plain.generator = &a;
+  synced.generator = &b;
+  Backbone bn(plain), sync(synced);
+  CHECK(sync.named_children()[0].second->named_children()[1].second->type_name() == "SyncBatchNorm2d");
+  const nn::NamedTensors p = bn.named_parameters(), q = sync.named_parameters();
+  REQUIRE(p.size() == q.size());
+  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i].first == q[i].first);
+  // One process: SyncBatchNorm2d is BatchNorm2d, bit for bit.
+  const Tensor x = test::random_leaf({2, 3, 12, 10}, 3).detach().to(kFloat32);
+  CHECK(test::max_abs_diff(bn.forward(x).detach(), sync.forward(x).detach()) == 0.0);
+}
+
 TEST_CASE("values/backbone: a seeded generator fixes the initial weights") {
   Generator a(5), b(5);
   BackboneOptions oa = tiny_options(NormKind::BatchNorm), ob = oa;

@@ -97,7 +97,7 @@ TEST_CASE("errors/detector_config: unknown keys, wrong types, bad JSON and out-o
   CHECK_THROWS_CONTAINING(DetectorConfig::from_json(R"({"backbone": {"widths": [8, "x"]}})"),
                           "backbone.widths[1] must be an integer");
   CHECK_THROWS_CONTAINING(DetectorConfig::from_json(R"({"backbone": {"norm": "group_norm"}})"),
-                          "backbone.norm must be \"batch_norm\" or \"frozen_batch_norm\"");
+                          "backbone.norm must be \"batch_norm\", \"sync_batch_norm\" or \"frozen_batch_norm\"");
   CHECK_THROWS_CONTAINING(DetectorConfig::from_json(R"({"roi_heads": {"box_coder_weights": [1, 2]}})"),
                           "roi_heads.box_coder_weights must be a list of 4 numbers");
   CHECK_THROWS_CONTAINING(DetectorConfig::from_json(R"({"rpn": 3})"), "rpn must be an object");
