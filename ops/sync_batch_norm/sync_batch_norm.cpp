@@ -8,6 +8,7 @@
 #include "ops/batch_norm/batch_norm.h"
 #include "ops/batch_norm/batch_norm_kernels.h"
 #include "ops/elementwise/binary.h"
+#include "ops/elementwise/unary.h"
 #include "ops/shape/cat.h"
 
 namespace minidet {
@@ -34,7 +35,7 @@ GlobalMoments global_moments(const Tensor& x, const Tensor& shift, const AllRedu
   const Tensor spread = packed.narrow(0, 1 + channels, channels) * per_value;  // mean of (x - K)^2
   const Tensor offset = shift.defined() ? mean - shift.to(kFloat64) : mean;   // mean - K
   out.mean = mean.to(x.dtype());
-  out.var = (spread - offset * offset).to(x.dtype());
+  out.var = clamp_min(spread - offset * offset, 0.0).to(x.dtype());  // rounding may dip a flat channel below 0
   return out;
 }
 

@@ -8,7 +8,7 @@
 // statistics; one near the mean keeps the subtraction in var accurate.
 //   local, 2C + 1 numbers:   M_r,   S_r = sum(x),   Q_r = sum((x - K)^2)
 //   one all-reduce (sum over ranks, float64):   M = sum_r M_r,   S = sum_r S_r,   Q = sum_r Q_r
-//   mean = S / M,   var = Q / M - (mean - K)^2                                   (biased: the normalizer)
+//   mean = S / M,   var = max(0, Q / M - (mean - K)^2)                           (biased: the normalizer)
 //   invstd = 1 / sqrt(var + eps),   xhat = (x - mean) * invstd,   y = gamma * xhat + beta
 //   running_mean <- (1 - momentum) * running_mean + momentum * mean
 //   running_var  <- (1 - momentum) * running_var  + momentum * var * M / (M - 1)  (the same on every rank)
