@@ -43,6 +43,7 @@
 #include <omp.h>
 #endif
 
+#include "core/allocator.h"
 #include "bench/bench_common.h"
 #include "bench/launch_counter.h"
 #include "core/grad_mode.h"
@@ -331,6 +332,7 @@ std::vector<int64_t> parse_batches(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  minidet::retain_freed_host_memory();  // as the minidet program does (core/allocator.h)
   std::vector<int64_t> batch_sizes = {8, 16};
   bool accuracy_mode = false;
   AccuracyOptions accuracy;

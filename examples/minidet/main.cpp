@@ -18,6 +18,7 @@
 #include <new>
 #include <string>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "examples/minidet/commands.h"
 
@@ -170,6 +171,7 @@ CLI::App* add_explain_command(CLI::App& app, cli::ExplainArgs& explain) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  minidet::retain_freed_host_memory();  // a training step reuses the same large buffers (core/allocator.h)
   CLI::App app{"minidet: train, evaluate and run the tiny Faster R-CNN (see README.md)", "minidet"};
   app.require_subcommand(1);
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag wins
