@@ -5,7 +5,7 @@ For every ground-truth object of a rotated COCO file (detectron2's XYWHA boxes, 
 "cover" is the largest fraction of its area that lies inside another object of the same image. An object
 is found when a detection of its class, with score >= --min-score, overlaps it at rotated IoU >= --iou.
 The table gives, per class and per band of cover, how many objects there are and the fraction found.
-Polygon areas come from shapely, the judge docs/rotated.md's reference tests use.
+Polygon areas come from shapely, through the geometry of tests/reference/detection_eval.py.
 
     export_shapes_coco --rotated --out /tmp/rotated128 --size 128 --train 0 --test 200
     minidet eval --checkpoint runs/rotated --out /tmp/results.json
@@ -16,44 +16,34 @@ itself and against a copy with every bar turned a quarter turn, and checks the f
 """
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
 from collections import defaultdict
 
+# The rotated geometry of the tests' reference judge: polygons through minidet's corners, and their IoU.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+from detection_eval import overlap, polygon  # noqa: E402
+
 BANDS = ((0.0, 0.01, "alone (< 1%)"), (0.01, 0.5, "partly on another"), (0.5, 1.01, "mostly on another"))
-
-
-def polygon(box):
-    """The rotated box (cx, cy, w, h, angle in degrees, counter-clockwise on screen) as a shapely polygon."""
-    from shapely.geometry import Polygon
-    cx, cy, w, h, degrees = box
-    a = math.radians(degrees)
-    ux, uy = (math.cos(a), -math.sin(a)), (math.sin(a), math.cos(a))  # the box's x and y axes
-    return Polygon([(cx + sx * w / 2 * ux[0] + sy * h / 2 * uy[0], cy + sx * w / 2 * ux[1] + sy * h / 2 * uy[1])
-                    for sx, sy in ((1, 1), (-1, 1), (-1, -1), (1, -1))])
-
-
-def iou(p, q):
-    inter = p.intersection(q).area
-    return inter / (p.area + q.area - inter)
 
 
 def recall_by_cover(gt, results, min_iou=0.5, min_score=0.3):
     """{(category_id, band index): [objects, found]}."""
     objects, detections = defaultdict(list), defaultdict(list)
     for a in gt["annotations"]:
-        objects[a["image_id"]].append((a["category_id"], polygon(a["bbox"])))
+        objects[a["image_id"]].append((a, polygon(a["bbox"])))
     for d in results:
         if d["score"] >= min_score:
-            detections[d["image_id"]].append((d["category_id"], polygon(d["bbox"])))
+            detections[d["image_id"]].append(d)
     table = defaultdict(lambda: [0, 0])
     for image, items in objects.items():
-        for k, (category, p) in enumerate(items):
+        for k, (a, p) in enumerate(items):
+            category = a["category_id"]
             cover = max((p.intersection(q).area / p.area for j, (_, q) in enumerate(items) if j != k), default=0.0)
             band = next(i for i, (lo, hi, _) in enumerate(BANDS) if lo <= cover < hi)
-            found = any(c == category and iou(p, q) >= min_iou for c, q in detections[image])
+            found = any(d["category_id"] == category and overlap(d, dict(a, iscrowd=0)) >= min_iou
+                        for d in detections[image])
             table[category, band][0] += 1
             table[category, band][1] += int(found)
     return table
