@@ -22,9 +22,11 @@ endif()
 # Flags the tests put after mpiexec (MINIDET_MPIEXEC_FLAGS): Open MPI refuses more ranks than cores, and as
 # root (CI containers) refuses to start at all, unless told.
 set(MINIDET_MPIEXEC_FLAGS "")
+set(MINIDET_OPEN_MPI OFF)  # Open MPI's launcher (its options, e.g. a launch agent, are Open MPI's own)
 if(MINIDET_WITH_MPI)
   execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpiexec_version ERROR_QUIET)
   if(_mpiexec_version MATCHES "Open MPI|OpenRTE")
+    set(MINIDET_OPEN_MPI ON)
     set(MINIDET_MPIEXEC_FLAGS --oversubscribe --allow-run-as-root)
   endif()
 endif()

@@ -170,27 +170,56 @@ std::vector<double> ProcessGroup::all_reduce_sum(std::vector<double> values, con
   return values;
 }
 
-std::vector<double> ProcessGroup::gather_to_main(const std::vector<double>& values, const std::string& what) {
-  if (size_ == 1) return values;
-  std::vector<double> all;
 #if MINIDET_WITH_MPI
-  Watchdog::Scope scope = watch(what);
-  int count = static_cast<int>(values.size());
-  std::vector<int> counts(rank_ == 0 ? size_ : 0), offsets(rank_ == 0 ? size_ : 0);
+namespace {
+// Rank 0 gets every rank's `count` items of `type`, concatenated in rank order, and each rank's count.
+template <typename T>
+std::vector<T> gather_v(const T* values, int count, MPI_Datatype type, int rank, int size, std::vector<int>& counts,
+                        const std::string& what) {
+  std::vector<T> all;
+  std::vector<int> offsets(rank == 0 ? size : 0);
+  counts.assign(rank == 0 ? size : 0, 0);
   MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (rank_ == 0) {
+  if (rank == 0) {
     long long total = 0;
-    for (int r = 0; r < size_; ++r) {
+    for (int r = 0; r < size; ++r) {
       offsets[r] = static_cast<int>(total);
       total += counts[r];
     }
     MINIDET_CHECK(total <= INT_MAX, "dist: ", what, ": ", total, " values, more than one MPI call takes");
     all.resize(static_cast<size_t>(total));
   }
-  MPI_Gatherv(values.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
-              MPI_COMM_WORLD);
+  MPI_Gatherv(values, count, type, all.data(), counts.data(), offsets.data(), type, 0, MPI_COMM_WORLD);
+  return all;
+}
+}  // namespace
+#endif
+
+std::vector<double> ProcessGroup::gather_to_main(const std::vector<double>& values, const std::string& what) {
+  if (size_ == 1) return values;
+  std::vector<double> all;
+#if MINIDET_WITH_MPI
+  Watchdog::Scope scope = watch(what);
+  std::vector<int> counts;
+  all = gather_v(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, rank_, size_, counts, what);
 #endif
   return all;
+}
+
+std::vector<std::string> ProcessGroup::gather_to_main(const std::string& text, const std::string& what) {
+  if (size_ == 1) return {text};
+  std::vector<std::string> texts;
+#if MINIDET_WITH_MPI
+  Watchdog::Scope scope = watch(what);
+  std::vector<int> counts;
+  const std::vector<char> all = gather_v(text.data(), static_cast<int>(text.size()), MPI_CHAR, rank_, size_, counts, what);
+  size_t at = 0;
+  for (const int n : counts) {
+    texts.emplace_back(all.data() + at, static_cast<size_t>(n));
+    at += static_cast<size_t>(n);
+  }
+#endif
+  return texts;
 }
 
 }  // namespace minidet::dist

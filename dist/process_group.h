@@ -56,6 +56,7 @@ class ProcessGroup {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   bool is_main() const { return rank_ == 0; }
+  const std::string& host() const { return host_; }  // this machine's host name
   bool with_mpi() const;   // built with MPI (else always rank 0 of 1)
   bool with_nccl() const;  // CUDA tensors go through NCCL
   // "rank 1 of 4 (local 1 of 2 on gpu-a)": for messages.
@@ -84,6 +85,8 @@ class ProcessGroup {
   std::vector<double> all_reduce_sum(std::vector<double> values, const std::string& what);
   // Rank 0 gets every rank's values concatenated in rank order; the others get an empty vector.
   std::vector<double> gather_to_main(const std::vector<double>& values, const std::string& what);
+  // Rank 0 gets every rank's text, in rank order; the others get an empty vector.
+  std::vector<std::string> gather_to_main(const std::string& text, const std::string& what);
 
   // Prints "minidet: rank R of N: <message>" to stderr and stops every rank (MPI_Abort), or the process.
   [[noreturn]] void abort(const std::string& message, int exit_code = 1) const;

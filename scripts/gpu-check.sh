@@ -18,10 +18,9 @@
 #             bench/detector_torch.py --time-to-accuracy; minutes each, so not in `all`; TTA_ARGS for both)
 #   asan      the whole CPU suite under AddressSanitizer + UBSan (scripts/asan.sh's build, on 16 cores)
 #   longrun   the long-run health tests for LONG_RUN_STEPS steps (default 300), CPU and CUDA
-#   dist      on a machine with 2 GPUs: the dist cases (cuda/dist_ddp with
-#             NCCL), then minidet train's throughput on 1 and 2 GPUs at the same per-GPU batch
-#             (DIST_BATCH, default 8; otherwise the default config) and time to mAP@0.5 >= 0.95 at the same total
-#             batch (DIST_TTA_STEPS, default 1000, evaluated every 50 steps), each from metrics.jsonl
+#   dist      data parallel on every GPU of the machine (DIST_PARTS of cases,throughput,accuracy,lr,hosts; see
+#             scripts/gpu/dist.sh): the dist cases, images/s on 1, 2, 4... GPUs, mAP curves at the same total
+#             batch with SyncBatchNorm, the learning-rate rule, and two hosts played by one machine
 #   killresume  scripts/kill-resume.sh: KILL_TRIALS (default 100) kill -9 / --resume trials of a tiny CPU
 #             minidet train; the summary's "corrupt checkpoints found" must be 0
 #   parity    minidet against the torchvision twin from the same weights on the same images

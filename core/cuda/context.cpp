@@ -28,6 +28,15 @@ int device_count() {
 
 bool is_available() { return device_count() > 0; }
 
+std::string pci_bus_id(int device) {
+  char id[32] = "";
+  if (cudaDeviceGetPCIBusId(id, sizeof id, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  return id;
+}
+
 void synchronize() {
   if (is_available()) MINIDET_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -140,6 +149,7 @@ const char* cublas_status_name(cublasStatus_t status) {
 
 int device_count() { return 0; }
 bool is_available() { return false; }
+std::string pci_bus_id(int) { return ""; }
 void synchronize() {}
 
 #endif

@@ -336,7 +336,9 @@ TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and 
   const std::string mpirun = std::string(MINIDET_MPIEXEC) + " ";
   const Result two = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out two", mpirun);
   REQUIRE_MESSAGE(two.code == 0, two.err);
-  CHECK(two.out.find("data parallel: 2 ranks, 1 images per rank per step") != std::string::npos);
+  CHECK(two.out.find("data parallel: 2 ranks on 1 machine, 1 images per rank per step") != std::string::npos);
+  CHECK(two.out.find("  rank 0: local 0 of 2 on ") != std::string::npos);
+  CHECK(two.out.find("  rank 1: local 1 of 2 on ") != std::string::npos);
   CHECK(two.out.find("trained 6 steps") == two.out.rfind("trained 6 steps"));  // printed by rank 0 alone
   check_run_folder(folder / "two");
   check_batch_plan(folder / "two");  // the global batches, as one process lists them
@@ -357,6 +359,31 @@ TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and 
   CHECK(odd.err.find(" of 2 (local ") != std::string::npos);
   CHECK(odd.err.find("schedule.batch 3 is the global batch: it must be a multiple of the 2 ranks") != std::string::npos);
 }
+
+#ifdef MINIDET_LOCAL_HOSTS_AGENT
+// Several machines, played by this one (scripts/local-hosts-agent.sh starts each host's Open MPI daemon here):
+// each rank is local rank 0 of 1 on its host, rank 0 alone writes the shared run folder, and a run stopped on
+// two hosts resumes on two hosts.
+TEST_CASE("values/minidet: mpirun -H a:1,b:1 (two hosts played by this machine) trains, writes and resumes") {
+  const fs::path folder = fresh_folder("mpirun-hosts");
+  write_text(folder / "tiny.json", kTinyConfig);
+  const std::string mpirun = std::string(MINIDET_MPIEXEC) + " -H minidet-host-a:1,minidet-host-b:1 --mca plm_rsh_agent " +
+                             MINIDET_LOCAL_HOSTS_AGENT + " --mca plm_rsh_no_tree_spawn 1 --mca btl self,tcp ";
+  const Result first = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out hosts --stop-after 4",
+                                   mpirun);
+  REQUIRE_MESSAGE(first.code == 0, first.err);
+  CHECK(first.out.find("data parallel: 2 ranks on 2 machines, 1 images per rank per step") != std::string::npos);
+  CHECK(first.out.find("  rank 0: local 0 of 1 on ") != std::string::npos);
+  CHECK(first.out.find("  rank 1: local 0 of 1 on ") != std::string::npos);
+  const Result second = run_minidet(folder, "train --resume hosts --device cpu --threads 1", mpirun);
+  REQUIRE_MESSAGE(second.code == 0, second.err);
+  CHECK(second.out.find("resuming, steps 5..6") != std::string::npos);
+  CHECK(second.out.find("trained 6 steps") == second.out.rfind("trained 6 steps"));  // rank 0 alone
+  check_run_folder(folder / "hosts");
+  check_batch_plan(folder / "hosts");
+  CHECK(loss_lines(folder / "hosts" / "metrics.jsonl").size() == 6);
+}
+#endif
 
 // A Ctrl-C reaches one rank only (mpirun does not forward it; see the README): the ranks agree on stopping at
 // the next logged step, through an all-reduce of the flag there, and rank 0 saves that step.

@@ -20,8 +20,9 @@
 // averaged over ranks, and a Ctrl-C on any rank is shared at the next step where the ranks meet
 // (engine/stop_request.h), so every rank makes the same decisions (a non-finite loss, stopping).
 // Evaluation is sharded too, and rank 0 gathers the detections and scores them. Only rank 0 prints, logs,
-// plots and writes checkpoints. BatchNorm uses each rank's own batch statistics (no SyncBatchNorm); rank
-// 0's running statistics are copied to all after each step. Any error on one rank stops all of them
+// plots and writes checkpoints; its banner lists where every rank runs (machine, local rank, GPU). BatchNorm
+// uses each rank's own batch statistics (unless detector.backbone.norm is sync_batch_norm); rank 0's running
+// statistics are copied to all after each step. Any error on one rank stops all of them
 // (MPI_Abort) instead of leaving them waiting.
 #include <algorithm>
 #include <array>
@@ -34,6 +35,7 @@
 #include <thread>
 
 #include "autograd/anomaly.h"
+#include "core/cuda/availability.h"
 #include "core/error.h"
 #include "core/factories.h"
 #include "engine/batch_plan.h"
@@ -167,12 +169,30 @@ class StepLog {
   int64_t window_images_ = 0;
 };
 
+// Where one rank runs: "rank 2: local 0 of 2 on gpu-b, cuda:0 (PCI 0000:1b:00.0)". The PCI bus id names the
+// card itself, whatever numbering CUDA_VISIBLE_DEVICES gives it.
+std::string placement(const dist::ProcessGroup& group, const Device& device) {
+  std::string line = "rank " + std::to_string(group.rank()) + ": local " + std::to_string(group.local_rank()) +
+                     " of " + std::to_string(group.local_size()) + " on " + group.host() + ", " + device.str();
+  if (device.is_cuda()) line += " (PCI " + cuda::pci_bus_id(device.index) + ")";
+  return line;
+}
+
+// Every rank calls it (rank 0 gathers the placements); only rank 0's stdout is open.
 void print_banner(Run& run, int64_t first) {
   const Schedule& s = run.schedule();
-  const int ranks = run.group().size();
-  if (ranks > 1)
-    std::printf("data parallel: %d ranks, %lld images per rank per step\n", ranks,
-                static_cast<long long>(s.batch / ranks));
+  dist::ProcessGroup& group = run.group();
+  const int ranks = group.size();
+  if (ranks > 1) {
+    const std::vector<std::string> places =
+        group.gather_to_main(placement(group, run.trainer.device()), "gather of the ranks' placements");
+    // A machine is a set of ranks that share memory (MPI_COMM_TYPE_SHARED): count their local rank 0s.
+    const long machines = std::count_if(places.begin(), places.end(),
+                                        [](const std::string& p) { return p.find(": local 0 of ") != std::string::npos; });
+    std::printf("data parallel: %d ranks on %ld machine%s, %lld images per rank per step\n", ranks, machines,
+                machines == 1 ? "" : "s", static_cast<long long>(s.batch / ranks));
+    for (const std::string& p : places) std::printf("  %s\n", p.c_str());
+  }
   std::printf("minidet train: FasterRCNN with %lld parameters on %s; %lld training and %lld validation images; "
               "%s steps %lld..%lld of %lld images\n",
               static_cast<long long>(run.trainer.model().num_parameters()),

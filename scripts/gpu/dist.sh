@@ -1,31 +1,117 @@
 #!/usr/bin/env bash
 # Part `dist` of scripts/gpu-check.sh (sourced by it: $OUT, $summary and note() come from there).
-# on a machine with 2 GPUs: the dist cases (cuda/dist_ddp with
-# NCCL), then minidet train's throughput on 1 and 2 GPUs at the same per-GPU batch
-# (DIST_BATCH, default 8; otherwise the default config) and time to mAP@0.5 >= 0.95 at the same total
-# batch (DIST_TTA_STEPS, default 1000, evaluated every 50 steps), each from metrics.jsonl
-note "== data parallel on $(nvidia-smi -L | wc -l) GPUs (dist cases, then 1 vs 2 GPUs)"
-ctest --preset gpu -L dist >"$OUT/dist-ctest.log" 2>&1
-note "dist ctest exit code $?"
-grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Timeout" "$OUT/dist-ctest.log" | tee -a "$summary"
+# Data parallel on every GPU of the machine (1, 2, 4 or 8), in the sub-parts DIST_PARTS names (default all):
+#   cases       ctest -L dist: the values/gradcheck cases under mpirun, cuda/dist_ddp and cuda/sync_batch_norm
+#   throughput  minidet train (the default config) on 1, 2, 4... GPUs at DIST_BATCH images per GPU (default 8),
+#               then on 1 and all GPUs at DIST_BIG_BATCH per GPU (default 32): images/s and the ratio to 1 GPU
+#   accuracy    the same total batch (8) on 1 GPU and on all GPUs, with SyncBatchNorm and with per-rank
+#               BatchNorm, DIST_SEEDS (default "0 1 2") each, evaluated every 50 steps: the mAP@0.5 curves
+#   lr          all GPUs at 8 images each (total 8 x GPUs) for the same number of images as the default run
+#               (750 x 8), at the default learning rate times 1, sqrt(k) and k (k = the batch's growth)
+#   hosts       the GPUs split over two hosts played by this machine (scripts/local-hosts-agent.sh): the
+#               placements, NCCL's transports, a run stopped halfway and resumed on both hosts
+# Every run's metrics.jsonl comes back under $OUT/dist/<label>/.
+gpus=$(nvidia-smi -L | wc -l)
+parts=${DIST_PARTS:-cases,throughput,accuracy,lr,hosts}
+note "== data parallel on $gpus GPUs ($parts)"
 minidet=build/gpu/examples/minidet/minidet
-mpi=(mpirun --allow-run-as-root -np 2 --bind-to none)
-b=${DIST_BATCH:-8}
-# $1: label; $2: images per step of the whole job; the rest: the command. Prints the logged images/s (median
-# and mean) and the eval lines' mAP and train_s.
+mpi=(mpirun --allow-run-as-root --bind-to none)
+want() { [[ ,$parts, == *,$1,* ]]; }
+# dist_run LABEL RANKS [minidet train arguments...]: one run into /tmp/dist/LABEL; 1 rank runs without mpirun
+# (on the GPU in CUDA_VISIBLE_DEVICES, if set).
 dist_run() {
-  local label=$1 batch=$2
+  local label=$1 ranks=$2
   shift 2
-  rm -rf "/tmp/dist-$label"
-  "$@" --device cuda --out "/tmp/dist-$label" >"$OUT/dist-$label.log" 2>&1
-  note "$label: exit code $? ($*)"
-  mkdir -p "$OUT/dist-$label" && cp "/tmp/dist-$label/metrics.jsonl" "$OUT/dist-$label/" 2>/dev/null
-  python3 scripts/gpu/dist_metrics.py "/tmp/dist-$label/metrics.jsonl" "$batch" | tee -a "$summary"
+  local launch=()
+  (( ranks > 1 )) && launch=("${mpi[@]}" -np "$ranks")
+  rm -rf "/tmp/dist/$label"
+  mkdir -p "$OUT/dist/$label"
+  "${launch[@]}" $minidet train --device cuda --out "/tmp/dist/$label" "$@" >"$OUT/dist/$label/log.txt" 2>&1
+  local code=$?
+  cp "/tmp/dist/$label/metrics.jsonl" "$OUT/dist/$label/" 2>/dev/null
+  note "$label: exit code $code, $(grep -o 'trained [0-9]* steps in [0-9:]*' "$OUT/dist/$label/log.txt")"
 }
-# Throughput: the README's training (the default config: 750 steps of 8 images, evaluated every 250)
-# on one GPU, and the same per-GPU batch on two; the last logged window holds no evaluation.
-dist_run "1gpu-b$b" $b $minidet train --set schedule.batch=$b
-dist_run "2gpu-b$((2 * b))" $((2 * b)) "${mpi[@]}" $minidet train --set schedule.batch=$((2 * b))
-tta=(--set schedule.steps=${DIST_TTA_STEPS:-1000} --set schedule.eval_every=50 --set schedule.log_every=50)
-dist_run "tta-1gpu-b$((2 * b))" $((2 * b)) $minidet train --set schedule.batch=$((2 * b)) "${tta[@]}"
-dist_run "tta-2gpu-b$((2 * b))" $((2 * b)) "${mpi[@]}" $minidet train --set schedule.batch=$((2 * b)) "${tta[@]}"
+metrics() { echo "/tmp/dist/$1/metrics.jsonl"; }
+
+if want cases; then
+  ctest --preset gpu -L dist >"$OUT/dist-ctest.log" 2>&1
+  note "dist ctest exit code $?"
+  grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Timeout" "$OUT/dist-ctest.log" | tee -a "$summary"
+fi
+
+if want throughput; then
+  b=${DIST_BATCH:-8} big=${DIST_BIG_BATCH:-32}
+  rows=()
+  for n in 1 2 4 8; do
+    (( n <= gpus )) || break
+    dist_run "gpus$n-b$((n * b))" $n --set schedule.batch=$((n * b))
+    rows+=("$n GPU x $b=$(metrics gpus$n-b$((n * b))):$((n * b))")
+  done
+  note "-- throughput at $b images per GPU (the default config otherwise)"
+  python3 scripts/gpu/dist_summary.py throughput "${rows[@]}" | tee -a "$summary"
+  if (( gpus > 1 )); then
+    dist_run "gpus1-b$big" 1 --set schedule.batch=$big --set schedule.steps=300
+    dist_run "gpus$gpus-b$((gpus * big))" $gpus --set schedule.batch=$((gpus * big)) --set schedule.steps=300
+    note "-- throughput at $big images per GPU (300 steps)"
+    python3 scripts/gpu/dist_summary.py throughput "1 GPU x $big=$(metrics gpus1-b$big):$big" \
+      "$gpus GPU x $big=$(metrics gpus$gpus-b$((gpus * big))):$((gpus * big))" | tee -a "$summary"
+  fi
+fi
+
+seeds=${DIST_SEEDS:-0 1 2}
+curve=(--set schedule.eval_every=50 --set schedule.log_every=50)
+if want accuracy; then
+  # One GPU per seed, side by side (their times are not for reports; their mAP is).
+  i=0
+  for seed in $seeds; do
+    CUDA_VISIBLE_DEVICES=$((i % gpus)) dist_run "one-bn-s$seed" 1 --set schedule.seed=$seed "${curve[@]}" &
+    i=$((i + 1))
+  done
+  wait
+  for seed in $seeds; do
+    dist_run "all-syncbn-s$seed" $gpus --set schedule.seed=$seed --set detector.backbone.norm=sync_batch_norm "${curve[@]}"
+    dist_run "all-bn-s$seed" $gpus --set schedule.seed=$seed "${curve[@]}"
+  done
+  group() { local IFS=,; local p=(); for s in $seeds; do p+=("$(metrics "$1-s$s")"); done; echo "${p[*]}"; }
+  note "-- accuracy at a total batch of 8 (the default config), seeds $seeds"
+  python3 scripts/gpu/dist_summary.py curves "1 GPU=$(group one-bn)" "$gpus GPUs SyncBN=$(group all-syncbn)" \
+    "$gpus GPUs BN per rank=$(group all-bn)" | tee -a "$summary"
+fi
+
+if want lr && (( gpus > 1 )); then
+  k=$gpus steps=$((750 / gpus))
+  groups=()
+  for rule in "none 1" "sqrt $(python3 -c "print($k ** 0.5)")" "linear $k"; do
+    set -- $rule
+    for seed in ${DIST_LR_SEEDS:-0 1}; do
+      dist_run "lr-$1-s$seed" $gpus --set schedule.batch=$((8 * k)) --set schedule.steps=$steps \
+        --set schedule.lr=$(python3 -c "print(3e-3 * $2)") --set schedule.seed=$seed "${curve[@]}"
+    done
+    groups+=("lr x $2 ($1)=$(IFS=,; p=(); for s in ${DIST_LR_SEEDS:-0 1}; do p+=("$(metrics "lr-$1-s$s")"); done; echo "${p[*]}")")
+  done
+  note "-- learning rate at a total batch of $((8 * k)) for $steps steps (the images of 750 steps of 8)"
+  python3 scripts/gpu/dist_summary.py curves "${groups[@]}" | tee -a "$summary"
+fi
+
+if want hosts && (( gpus >= 2 )); then
+  half=$((gpus / 2))
+  a=$(seq -s, 0 $((half - 1))) b=$(seq -s, $half $((2 * half - 1)))
+  hosts=(-np $((2 * half)) -H "host-a:$half,host-b:$half" --mca plm_rsh_agent scripts/local-hosts-agent.sh
+         --mca plm_rsh_no_tree_spawn 1 --mca btl self,tcp -x NCCL_DEBUG=INFO)
+  export LOCAL_HOSTS_GPUS="host-a=$a host-b=$b"
+  note "-- two hosts played by this machine: host-a has GPUs $a, host-b has GPUs $b"
+  mkdir -p "$OUT/dist/hosts"
+  rm -rf /tmp/dist/hosts
+  "${mpi[@]}" "${hosts[@]}" $minidet train --device cuda --out /tmp/dist/hosts --stop-after 400 \
+    >"$OUT/dist/hosts/first.txt" 2>&1
+  note "first half: exit code $?"
+  grep -E "^data parallel|^  rank|stopped" "$OUT/dist/hosts/first.txt" | tee -a "$summary"
+  note "NCCL's channels between ranks (P2P or SHM within a host, NET across hosts):"
+  grep -oE "Channel 00/[0-9]+ : [0-9]+\[[0-9a-f]+\] -> [0-9]+\[[0-9a-f]+\] (\[[a-z]+\] )?via [A-Za-z0-9/_]+" \
+    "$OUT/dist/hosts/first.txt" | sort -u | tee -a "$summary"
+  "${mpi[@]}" "${hosts[@]}" $minidet train --device cuda --resume /tmp/dist/hosts >"$OUT/dist/hosts/second.txt" 2>&1
+  note "resumed: exit code $?"
+  grep -E "^minidet train|^evaluation at|^trained" "$OUT/dist/hosts/second.txt" | tee -a "$summary"
+  cp /tmp/dist/hosts/metrics.jsonl "$OUT/dist/hosts/" 2>/dev/null
+  unset LOCAL_HOSTS_GPUS
+fi
