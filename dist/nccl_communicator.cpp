@@ -150,6 +150,9 @@ std::string NcclCommunicator::check(double timeout_seconds) {
   while (!pending.empty()) {
     const cudaError_t status = cudaEventQuery(pending.front().done);
     if (status == cudaErrorNotReady) break;
+    // The process is exiting and the CUDA runtime is being torn down under this (watchdog) thread: the
+    // collectives of a finished job are not an error.
+    if (status == cudaErrorCudartUnloading) return "";
     if (status != cudaSuccess) return pending.front().what + ": CUDA error: " + cudaGetErrorString(status);
     cudaEventDestroy(pending.front().done);
     pending.pop_front();

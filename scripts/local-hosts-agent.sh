@@ -10,10 +10,14 @@
 #   NCCL_HOSTID           the host's name, so NCCL treats the hosts as different machines (its network
 #                         transport between them, shared memory and NVLink within one)
 # The host names must not resolve to this machine (Open MPI would start those ranks itself, without the
-# agent), and the shared-memory transport cannot span the pretend hosts: give `--mca btl self,tcp`.
+# agent), and the shared-memory transport cannot span the pretend hosts: give `--mca btl self,tcp`. Give
+# `--mca plm rsh` too where the environment selects another launcher (containers set OMPI_MCA_plm=isolated,
+# which starts ranks on this machine only and then finds the hosts "already filled"). Where this machine's
+# network address does not answer itself (a sandbox), keep Open MPI and NCCL on the loopback:
+# `--mca oob_tcp_if_include lo --mca btl_tcp_if_include lo -x NCCL_SOCKET_IFNAME=lo`.
 #
-#   LOCAL_HOSTS_GPUS="a=0,1 b=2,3" mpirun -np 4 -H a:2,b:2 --mca plm_rsh_agent scripts/local-hosts-agent.sh \
-#     --mca plm_rsh_no_tree_spawn 1 --mca btl self,tcp build/gpu/examples/minidet/minidet train ...
+#   LOCAL_HOSTS_GPUS="a=0,1 b=2,3" mpirun -np 4 -H a:2,b:2 --mca plm rsh --mca plm_rsh_agent \
+#     scripts/local-hosts-agent.sh --mca plm_rsh_no_tree_spawn 1 --mca btl self,tcp build/gpu/examples/minidet/minidet train ...
 # (the agent runs in mpirun's environment, and the daemons and ranks in the agent's).
 set -euo pipefail
 host=$1

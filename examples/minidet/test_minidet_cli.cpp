@@ -339,6 +339,7 @@ TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and 
   CHECK(two.out.find("data parallel: 2 ranks on 1 machine, 1 images per rank per step") != std::string::npos);
   CHECK(two.out.find("  rank 0: local 0 of 2 on ") != std::string::npos);
   CHECK(two.out.find("  rank 1: local 1 of 2 on ") != std::string::npos);
+  CHECK(two.out.find("note: BatchNorm normalises over the 1 image of each step on each rank alone") != std::string::npos);
   CHECK(two.out.find("trained 6 steps") == two.out.rfind("trained 6 steps"));  // printed by rank 0 alone
   check_run_folder(folder / "two");
   check_batch_plan(folder / "two");  // the global batches, as one process lists them
@@ -367,8 +368,10 @@ TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and 
 TEST_CASE("values/minidet: mpirun -H a:1,b:1 (two hosts played by this machine) trains, writes and resumes") {
   const fs::path folder = fresh_folder("mpirun-hosts");
   write_text(folder / "tiny.json", kTinyConfig);
-  const std::string mpirun = std::string(MINIDET_MPIEXEC) + " -H minidet-host-a:1,minidet-host-b:1 --mca plm_rsh_agent " +
-                             MINIDET_LOCAL_HOSTS_AGENT + " --mca plm_rsh_no_tree_spawn 1 --mca btl self,tcp ";
+  // Open MPI over the loopback only: a sandbox's own network address may not answer itself.
+  const std::string mpirun = std::string(MINIDET_MPIEXEC) + " -H minidet-host-a:1,minidet-host-b:1 --mca plm rsh " +
+                             "--mca plm_rsh_agent " + MINIDET_LOCAL_HOSTS_AGENT + " --mca plm_rsh_no_tree_spawn 1 " +
+                             "--mca btl self,tcp --mca oob_tcp_if_include lo --mca btl_tcp_if_include lo ";
   const Result first = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out hosts --stop-after 4",
                                    mpirun);
   REQUIRE_MESSAGE(first.code == 0, first.err);

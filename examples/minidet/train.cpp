@@ -193,6 +193,15 @@ void print_banner(Run& run, int64_t first) {
                 machines == 1 ? "" : "s", static_cast<long long>(s.batch / ranks));
     for (const std::string& p : places) std::printf("  %s\n", p.c_str());
   }
+  // BatchNorm's statistics over 1 or 2 small images are too noisy for this detector to learn well
+  // (docs/distributed.md measures it, on one GPU and on several).
+  const int64_t per_rank = s.batch / ranks;
+  if (run.setup.config.detector.backbone.norm == models::NormKind::BatchNorm && per_rank <= 2)
+    std::printf("note: BatchNorm normalises over the %lld image%s of each step%s alone, too few for steady "
+                "statistics: %s\n",
+                static_cast<long long>(per_rank), per_rank == 1 ? "" : "s", ranks > 1 ? " on each rank" : "",
+                ranks > 1 ? "--set detector.backbone.norm=sync_batch_norm normalises over every rank's images"
+                          : "train with 4 or more images per step");
   std::printf("minidet train: FasterRCNN with %lld parameters on %s; %lld training and %lld validation images; "
               "%s steps %lld..%lld of %lld images\n",
               static_cast<long long>(run.trainer.model().num_parameters()),

@@ -23,10 +23,15 @@ dist_run() {
   local label=$1 ranks=$2
   shift 2
   local launch=()
+  if [[ -n ${DIST_REUSE:-} && -s /tmp/dist/$label/metrics.jsonl ]]; then  # a warm machine's earlier run
+    note "$label: reused from an earlier call"
+    return
+  fi
   (( ranks > 1 )) && launch=("${mpi[@]}" -np "$ranks")
   rm -rf "/tmp/dist/$label"
   mkdir -p "$OUT/dist/$label"
-  "${launch[@]}" $minidet train --device cuda --out "/tmp/dist/$label" "$@" >"$OUT/dist/$label/log.txt" 2>&1
+  timeout "${DIST_RUN_TIMEOUT:-300}" "${launch[@]}" $minidet train --device cuda --out "/tmp/dist/$label" "$@" \
+    >"$OUT/dist/$label/log.txt" 2>&1
   local code=$?
   cp "/tmp/dist/$label/metrics.jsonl" "$OUT/dist/$label/" 2>/dev/null
   note "$label: exit code $code, $(grep -o 'trained [0-9]* steps in [0-9:]*' "$OUT/dist/$label/log.txt")"
@@ -39,8 +44,16 @@ if want cases; then
   grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Timeout" "$OUT/dist-ctest.log" | tee -a "$summary"
 fi
 
+# runs LABEL-PREFIX SEEDS...: the metrics files of those seeds' runs, comma-separated (dist_summary's groups).
+runs() {
+  local prefix=$1 list=""
+  shift
+  for seed in "$@"; do list+="${list:+,}$(metrics "$prefix-s$seed")"; done
+  echo "$list"
+}
+b=${DIST_BATCH:-8}
 if want throughput; then
-  b=${DIST_BATCH:-8} big=${DIST_BIG_BATCH:-32}
+  big=${DIST_BIG_BATCH:-32}
   rows=()
   for n in 1 2 4 8; do
     (( n <= gpus )) || break
@@ -58,58 +71,87 @@ if want throughput; then
   fi
 fi
 
-seeds=${DIST_SEEDS:-0 1 2}
+# SyncBatchNorm's cost: all GPUs at $b images each, with and without it (BatchNorm's run also replays the
+# CUDA graphs, which SyncBatchNorm over several ranks cannot).
+if want syncbn-throughput && (( gpus > 1 )); then
+  dist_run "gpus$gpus-b$((gpus * b))" $gpus --set schedule.batch=$((gpus * b))
+  dist_run "gpus$gpus-b$((gpus * b))-syncbn" $gpus --set schedule.batch=$((gpus * b)) \
+    --set detector.backbone.norm=sync_batch_norm
+  note "-- SyncBatchNorm's cost at $b images per GPU"
+  python3 scripts/gpu/dist_summary.py throughput "$gpus GPU BN=$(metrics gpus$gpus-b$((gpus * b))):$((gpus * b))" \
+    "$gpus GPU SyncBN=$(metrics gpus$gpus-b$((gpus * b))-syncbn):$((gpus * b))" | tee -a "$summary"
+fi
+
+read -r -a seeds <<<"${DIST_SEEDS:-0 1 2}"
 curve=(--set schedule.eval_every=50 --set schedule.log_every=50)
-if want accuracy; then
-  # One GPU per seed, side by side (their times are not for reports; their mAP is).
-  i=0
-  for seed in $seeds; do
-    CUDA_VISIBLE_DEVICES=$((i % gpus)) dist_run "one-bn-s$seed" 1 --set schedule.seed=$seed "${curve[@]}" &
+# Runs on one GPU each, side by side (their times are not for reports; their mAP is): LABEL-PREFIX, then the
+# arguments; one run per seed.
+one_gpu_seeds() {
+  local prefix=$1 i=0
+  shift
+  for seed in "${seeds[@]}"; do
+    CUDA_VISIBLE_DEVICES=$((i % gpus)) dist_run "$prefix-s$seed" 1 --set schedule.seed=$seed "$@" &
     i=$((i + 1))
   done
   wait
-  for seed in $seeds; do
+}
+if want accuracy; then
+  # The same total batch (8): one GPU; all GPUs with SyncBatchNorm; all GPUs with each rank's own statistics;
+  # and one GPU at one rank's share of the batch, whose BatchNorm sees what each rank's sees.
+  one_gpu_seeds one-bn "${curve[@]}"
+  one_gpu_seeds small-bn --set schedule.batch=$((8 / gpus)) "${curve[@]}"
+  for seed in "${seeds[@]}"; do
     dist_run "all-syncbn-s$seed" $gpus --set schedule.seed=$seed --set detector.backbone.norm=sync_batch_norm "${curve[@]}"
     dist_run "all-bn-s$seed" $gpus --set schedule.seed=$seed "${curve[@]}"
   done
-  group() { local IFS=,; local p=(); for s in $seeds; do p+=("$(metrics "$1-s$s")"); done; echo "${p[*]}"; }
-  note "-- accuracy at a total batch of 8 (the default config), seeds $seeds"
-  python3 scripts/gpu/dist_summary.py curves "1 GPU=$(group one-bn)" "$gpus GPUs SyncBN=$(group all-syncbn)" \
-    "$gpus GPUs BN per rank=$(group all-bn)" | tee -a "$summary"
+  note "-- accuracy at a total batch of 8 (the default config), seeds ${seeds[*]}"
+  python3 scripts/gpu/dist_summary.py curves "1 GPU=$(runs one-bn "${seeds[@]}")" \
+    "$gpus GPUs SyncBN=$(runs all-syncbn "${seeds[@]}")" "$gpus GPUs BN per rank=$(runs all-bn "${seeds[@]}")" \
+    "1 GPU batch $((8 / gpus))=$(runs small-bn "${seeds[@]}")" | tee -a "$summary"
 fi
 
+# The learning rate for a k times larger total batch (all GPUs at 8 images each): the default times 1, sqrt(k)
+# and k, for the images of the default run (750 / k steps), then for its steps (750: k times the images).
 if want lr && (( gpus > 1 )); then
-  k=$gpus steps=$((750 / gpus))
-  groups=()
-  for rule in "none 1" "sqrt $(python3 -c "print($k ** 0.5)")" "linear $k"; do
-    set -- $rule
-    for seed in ${DIST_LR_SEEDS:-0 1}; do
-      dist_run "lr-$1-s$seed" $gpus --set schedule.batch=$((8 * k)) --set schedule.steps=$steps \
-        --set schedule.lr=$(python3 -c "print(3e-3 * $2)") --set schedule.seed=$seed "${curve[@]}"
+  k=$gpus
+  read -r -a lr_seeds <<<"${DIST_LR_SEEDS:-0 1}"
+  for schedule in ${DIST_LR_SCHEDULES:-images steps}; do
+    steps=750
+    [[ $schedule == images ]] && steps=$((750 / k))
+    groups=()
+    for rule in "none 1" "sqrt $(python3 -c "print($k ** 0.5)")" "linear $k"; do
+      read -r name factor <<<"$rule"
+      [[ $schedule == steps && $name == linear ]] && continue  # diverged already at the shorter schedule
+      for seed in "${lr_seeds[@]}"; do
+        dist_run "lr-$schedule-$name-s$seed" $gpus --set schedule.batch=$((8 * k)) --set schedule.steps=$steps \
+          --set schedule.lr="$(python3 -c "print(3e-3 * $factor)")" --set schedule.seed=$seed "${curve[@]}"
+      done
+      groups+=("lr x $factor ($name)=$(runs "lr-$schedule-$name" "${lr_seeds[@]}")")
     done
-    groups+=("lr x $2 ($1)=$(IFS=,; p=(); for s in ${DIST_LR_SEEDS:-0 1}; do p+=("$(metrics "lr-$1-s$s")"); done; echo "${p[*]}")")
+    note "-- learning rate at a total batch of $((8 * k)) for $steps steps"
+    python3 scripts/gpu/dist_summary.py curves "${groups[@]}" | tee -a "$summary"
   done
-  note "-- learning rate at a total batch of $((8 * k)) for $steps steps (the images of 750 steps of 8)"
-  python3 scripts/gpu/dist_summary.py curves "${groups[@]}" | tee -a "$summary"
 fi
 
 if want hosts && (( gpus >= 2 )); then
   half=$((gpus / 2))
   a=$(seq -s, 0 $((half - 1))) b=$(seq -s, $half $((2 * half - 1)))
-  hosts=(-np $((2 * half)) -H "host-a:$half,host-b:$half" --mca plm_rsh_agent scripts/local-hosts-agent.sh
-         --mca plm_rsh_no_tree_spawn 1 --mca btl self,tcp -x NCCL_DEBUG=INFO)
+  hosts=(-np $((2 * half)) -H "host-a:$half,host-b:$half" --mca plm rsh --mca plm_rsh_agent scripts/local-hosts-agent.sh
+         --mca plm_rsh_no_tree_spawn 1 --mca btl self,tcp --mca oob_tcp_if_include lo --mca btl_tcp_if_include lo
+         -x NCCL_SOCKET_IFNAME=lo -x NCCL_DEBUG=INFO)
   export LOCAL_HOSTS_GPUS="host-a=$a host-b=$b"
   note "-- two hosts played by this machine: host-a has GPUs $a, host-b has GPUs $b"
   mkdir -p "$OUT/dist/hosts"
   rm -rf /tmp/dist/hosts
-  "${mpi[@]}" "${hosts[@]}" $minidet train --device cuda --out /tmp/dist/hosts --stop-after 400 \
+  timeout 180 "${mpi[@]}" "${hosts[@]}" $minidet train --device cuda --out /tmp/dist/hosts --stop-after 400 \
+    --set detector.backbone.norm=sync_batch_norm \
     >"$OUT/dist/hosts/first.txt" 2>&1
   note "first half: exit code $?"
   grep -E "^data parallel|^  rank|stopped" "$OUT/dist/hosts/first.txt" | tee -a "$summary"
   note "NCCL's channels between ranks (P2P or SHM within a host, NET across hosts):"
   grep -oE "Channel 00/[0-9]+ : [0-9]+\[[0-9a-f]+\] -> [0-9]+\[[0-9a-f]+\] (\[[a-z]+\] )?via [A-Za-z0-9/_]+" \
     "$OUT/dist/hosts/first.txt" | sort -u | tee -a "$summary"
-  "${mpi[@]}" "${hosts[@]}" $minidet train --device cuda --resume /tmp/dist/hosts >"$OUT/dist/hosts/second.txt" 2>&1
+  timeout 180 "${mpi[@]}" "${hosts[@]}" $minidet train --device cuda --resume /tmp/dist/hosts >"$OUT/dist/hosts/second.txt" 2>&1
   note "resumed: exit code $?"
   grep -E "^minidet train|^evaluation at|^trained" "$OUT/dist/hosts/second.txt" | tee -a "$summary"
   cp /tmp/dist/hosts/metrics.jsonl "$OUT/dist/hosts/" 2>/dev/null
