@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Part `dist` of scripts/gpu-check.sh (sourced by it: $OUT, $summary and note() come from there).
 # Data parallel on every GPU of the machine (1, 2, 4 or 8), in the sub-parts DIST_PARTS names (default all):
-#   cases       ctest -L dist: the values/gradcheck cases under mpirun, cuda/dist_ddp and cuda/sync_batch_norm
-#   throughput  minidet train (the default config) on 1, 2, 4... GPUs at DIST_BATCH images per GPU (default 8),
-#               then on 1 and all GPUs at DIST_BIG_BATCH per GPU (default 32): images/s and the ratio to 1 GPU
-#   accuracy    the same total batch (8) on 1 GPU and on all GPUs, with SyncBatchNorm and with per-rank
-#               BatchNorm, DIST_SEEDS (default "0 1 2") each, evaluated every 50 steps: the mAP@0.5 curves
-#   lr          all GPUs at 8 images each (total 8 x GPUs) for the same number of images as the default run
-#               (750 x 8), at the default learning rate times 1, sqrt(k) and k (k = the batch's growth)
-#   hosts       the GPUs split over two hosts played by this machine (scripts/local-hosts-agent.sh): the
-#               placements, NCCL's transports, a run stopped halfway and resumed on both hosts
-# Every run's metrics.jsonl comes back under $OUT/dist/<label>/.
+#   cases              ctest -L dist: the dist cases under mpirun, cuda/dist_ddp and cuda/sync_batch_norm
+#   throughput         minidet train (the default config) on 1, 2, 4... GPUs at DIST_BATCH images per GPU
+#                      (default 8), then on 1 and all GPUs at DIST_BIG_BATCH per GPU (default 32): images/s
+#                      and the ratio to 1 GPU
+#   syncbn-throughput  all GPUs at DIST_BATCH images each, with BatchNorm and with SyncBatchNorm
+#   accuracy           the same total batch (8): 1 GPU; all GPUs with SyncBatchNorm; all GPUs with each rank's
+#                      own BatchNorm statistics; 1 GPU at one rank's share of the batch. DIST_SEEDS (default
+#                      "0 1 2") each, evaluated every 50 steps: the mAP@0.5 curves
+#   lr                 all GPUs at 8 images each (k times the default batch) at the default learning rate times
+#                      1, sqrt(k) and k, for the images of the default run (750 / k steps) and for its steps
+#                      (DIST_LR_SCHEDULES, default "images steps"; DIST_LR_SEEDS, default "0 1")
+#   hosts              the GPUs split over two hosts played by this machine (scripts/local-hosts-agent.sh),
+#                      with SyncBatchNorm: the placements, NCCL's transports, a run stopped at step 400 and
+#                      resumed on both hosts
+# Every run's log and metrics.jsonl come back under $OUT/dist/<label>/. DIST_REUSE=1 keeps the runs a warm
+# machine already has in /tmp/dist (their tables are printed again, with the new ones).
 gpus=$(nvidia-smi -L | wc -l)
-parts=${DIST_PARTS:-cases,throughput,accuracy,lr,hosts}
+parts=${DIST_PARTS:-cases,throughput,syncbn-throughput,accuracy,lr,hosts}
 note "== data parallel on $gpus GPUs ($parts)"
 minidet=build/gpu/examples/minidet/minidet
 mpi=(mpirun --allow-run-as-root --bind-to none)
