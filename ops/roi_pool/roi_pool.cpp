@@ -29,13 +29,14 @@ RoIPoolGeometry make_geometry(const Tensor& input, const Tensor& rois, std::arra
   return g;
 }
 
-// dx from dy and the saved argmax: zeros, then every non-empty bin adds its dy at its argmax.
+// dx from dy and the saved argmax: every non-empty bin adds its dy at its argmax, into zeros. The kernels
+// write all of dx themselves (the CUDA gather writes each element once, so a zero fill first would be waste).
 Tensor roi_pool_backward_raw(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
                              const Shape& input_sizes, const RoIPoolGeometry& g) {
   NoGradGuard raw;
   const Tensor grad = grad_output.contiguous();
-  Tensor grad_input = zeros(input_sizes, grad.options());
-  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
+  if (grad.numel() == 0 || shape_numel(input_sizes) == 0) return zeros(input_sizes, grad.options());
+  Tensor grad_input = empty(input_sizes, grad.options());
   MINIDET_DEVICE_SWITCH(
       grad, ops::detail::roi_pool_backward_cpu(grad, rois, argmax, grad_input, g),
       ops::detail::roi_pool_backward_cuda(grad, rois, argmax, grad_input, g, DeterministicMode::is_enabled()));

@@ -35,9 +35,9 @@
 // coordinates, integer batch indices in [0, N); output size >= 1; spatial_scale finite and > 0.
 //
 // CUDA backward: by default one thread per output element with atomicAdd into dx. Under DeterministicMode
-// a gather kernel instead gives each input pixel (b, h, w) one thread that visits the RoIs of image b in
-// order k = 0..K-1 and adds the bins whose argmax is that pixel in (p, q) order: the CPU's order, no atomics,
-// identical bits every run (slower: every pixel asks every RoI whether it covers it).
+// a gather instead gives each tile of dx (and 32 channels) one warp that visits only the RoIs and bins
+// meeting the tile, in order k, then (p, q), adding the bins whose argmax falls in the tile: the CPU's order,
+// no atomics, identical bits every run (roi_pool_deterministic_cuda.cu).
 #pragma once
 
 #include <array>

@@ -61,6 +61,7 @@ void roi_pool_forward_cpu(const Tensor& input, const Tensor& rois, const Tensor&
 
 void roi_pool_backward_cpu(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
                            const Tensor& grad_input, const RoIPoolGeometry& g) {
+  grad_input.zero_();  // the loop below adds into it
   MINIDET_DISPATCH_FLOATING(grad_output.dtype(), "roi_pool", [&] {
     backward<scalar_t>(grad_output.data<scalar_t>(), rois.data<scalar_t>(), argmax.data<int64_t>(),
                        grad_input.data<scalar_t>(), g);

@@ -33,30 +33,69 @@ MINIDET_HOST_DEVICE inline int64_t clip_edge(T edge, int64_t limit) {
   return static_cast<int64_t>(edge);
 }
 
-// Bin (p, q) of one RoI row (batch, x1, y1, x2, y2), following roi_pool.h. The edge Y1 + p*bin_h is
-// computed with an explicit fused multiply-add: the CUDA compiler fuses a*b + c on its own while the host
-// compiler may not, and a one-ulp difference right at an integer would move a bin edge by a whole pixel on
-// one device only. std::fma rounds once on both, so CPU and CUDA cut identical bins.
+// One RoI's bin edges, following roi_pool.h. A bin's rows are [row_start(p), row_end(p)) and its columns
+// [col_start(q), col_end(q)), each edge clipped to the map. The edge Y1 + p*bin_h is computed with an
+// explicit fused multiply-add: the CUDA compiler fuses a*b + c on its own while the host compiler may not,
+// and a one-ulp difference right at an integer would move a bin edge by a whole pixel on one device only.
+// std::fma rounds once on both, so CPU and CUDA cut identical bins. Every edge is nondecreasing in p (or q),
+// which the CUDA gather relies on to find the bins that meet a tile as a range of p and a range of q.
 template <typename T>
-MINIDET_HOST_DEVICE inline RoIPoolBin roi_pool_bin(const T* roi, const RoIPoolGeometry& g, int64_t p, int64_t q) {
+struct RoIPoolFrame {
+  T x1, y1, bin_width, bin_height;
+  int64_t height, width;
+  bool empty;  // inverted or degenerate RoI: every bin is empty
+  MINIDET_HOST_DEVICE int64_t row_start(int64_t p) const {
+    return clip_edge(std::floor(std::fma(static_cast<T>(p), bin_height, y1)), height);
+  }
+  MINIDET_HOST_DEVICE int64_t row_end(int64_t p) const {
+    return clip_edge(std::ceil(std::fma(static_cast<T>(p + 1), bin_height, y1)), height);
+  }
+  MINIDET_HOST_DEVICE int64_t col_start(int64_t q) const {
+    return clip_edge(std::floor(std::fma(static_cast<T>(q), bin_width, x1)), width);
+  }
+  MINIDET_HOST_DEVICE int64_t col_end(int64_t q) const {
+    return clip_edge(std::ceil(std::fma(static_cast<T>(q + 1), bin_width, x1)), width);
+  }
+};
+
+// The frame of one RoI row (batch, x1, y1, x2, y2).
+template <typename T>
+MINIDET_HOST_DEVICE inline RoIPoolFrame<T> roi_pool_frame(const T* roi, const RoIPoolGeometry& g) {
   const T scale = static_cast<T>(g.spatial_scale);
   const T x1 = roi[1] * scale, y1 = roi[2] * scale;
   const T x2 = (roi[3] + T(1)) * scale, y2 = (roi[4] + T(1)) * scale;
   const T roi_width = x2 - x1, roi_height = y2 - y1;
+  RoIPoolFrame<T> f{x1, y1, roi_width / static_cast<T>(g.pooled_width), roi_height / static_cast<T>(g.pooled_height),
+                    g.height, g.width, !(roi_width > T(0)) || !(roi_height > T(0))};
+  return f;
+}
+
+// Bin (p, q) of one RoI row (batch, x1, y1, x2, y2).
+template <typename T>
+MINIDET_HOST_DEVICE inline RoIPoolBin roi_pool_bin(const RoIPoolFrame<T>& f, int64_t p, int64_t q) {
   RoIPoolBin bin;
-  if (!(roi_width > T(0)) || !(roi_height > T(0))) return bin;  // inverted or degenerate: every bin empty
-  const T bin_width = roi_width / static_cast<T>(g.pooled_width);
-  const T bin_height = roi_height / static_cast<T>(g.pooled_height);
-  bin.y0 = clip_edge(std::floor(std::fma(static_cast<T>(p), bin_height, y1)), g.height);
-  bin.y1 = clip_edge(std::ceil(std::fma(static_cast<T>(p + 1), bin_height, y1)), g.height);
-  bin.x0 = clip_edge(std::floor(std::fma(static_cast<T>(q), bin_width, x1)), g.width);
-  bin.x1 = clip_edge(std::ceil(std::fma(static_cast<T>(q + 1), bin_width, x1)), g.width);
+  if (f.empty) return bin;
+  bin.y0 = f.row_start(p);
+  bin.y1 = f.row_end(p);
+  bin.x0 = f.col_start(q);
+  bin.x1 = f.col_end(q);
   return bin;
+}
+template <typename T>
+MINIDET_HOST_DEVICE inline RoIPoolBin roi_pool_bin(const T* roi, const RoIPoolGeometry& g, int64_t p, int64_t q) {
+  return roi_pool_bin(roi_pool_frame(roi, g), p, q);
+}
+
+// The tie and NaN rule of roi_pool.h as one test: does v replace the running maximum `best`? Only a strictly
+// greater value, or the first NaN. `v != v` is the NaN test that reads the same on host and device.
+template <typename T>
+MINIDET_HOST_DEVICE inline bool roi_pool_replaces(T v, T best) {
+  return v > best || (v != v && best == best);
 }
 
 // The maximum of one bin of a plane and its flat index (roi_pool.h's tie and NaN rules): start from the
 // bin's first pixel and replace only on a strictly greater value, or on the first NaN. An empty bin gives
-// (0, -1). `v != v` is the NaN test that reads the same on host and device.
+// (0, -1).
 template <typename T>
 MINIDET_HOST_DEVICE inline void roi_pool_bin_max(const T* plane, int64_t width, const RoIPoolBin& bin, T* value,
                                                  int64_t* index) {
@@ -70,7 +109,7 @@ MINIDET_HOST_DEVICE inline void roi_pool_bin_max(const T* plane, int64_t width, 
   for (int64_t y = bin.y0; y < bin.y1; ++y)
     for (int64_t x = bin.x0; x < bin.x1; ++x) {
       const T v = plane[y * width + x];
-      if (v > best || (v != v && best == best)) {
+      if (roi_pool_replaces(v, best)) {
         best = v;
         best_index = y * width + x;
       }
@@ -81,7 +120,7 @@ MINIDET_HOST_DEVICE inline void roi_pool_bin_max(const T* plane, int64_t width, 
 
 void roi_pool_forward_cpu(const Tensor& input, const Tensor& rois, const Tensor& output, const Tensor& argmax,
                           const RoIPoolGeometry& g);
-// grad_input must be zero-filled: the kernels add into it.
+// grad_input is written whole (not accumulated into) by both devices.
 void roi_pool_backward_cpu(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
                            const Tensor& grad_input, const RoIPoolGeometry& g);
 #if MINIDET_WITH_CUDA
@@ -89,6 +128,8 @@ void roi_pool_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor
                            const RoIPoolGeometry& g);
 void roi_pool_backward_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
                             const Tensor& grad_input, const RoIPoolGeometry& g, bool deterministic);
+void roi_pool_backward_deterministic_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
+                                          const Tensor& grad_input, const RoIPoolGeometry& g);
 #endif
 
 }  // namespace minidet::ops::detail

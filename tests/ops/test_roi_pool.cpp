@@ -185,19 +185,40 @@ TEST_CASE("gradcheck/roi_pool: non-contiguous input") {
   CHECK_MESSAGE(result.ok, result.report);
 }
 
+namespace {
+
+// One roi_pool forward and backward, on the GPU when on_cuda: {output, argmax, dx}, all on the CPU.
+std::vector<Tensor> pool_and_backward(const Tensor& x_cpu, const Tensor& rois_cpu, const Tensor& upstream,
+                                      std::array<int64_t, 2> output_size, double scale, bool on_cuda) {
+  const Tensor x = (on_cuda ? x_cpu.cuda() : x_cpu.clone()).requires_grad_();
+  const RoIPoolResult r = roi_pool_with_argmax(x, on_cuda ? rois_cpu.cuda() : rois_cpu, output_size, scale);
+  r.output.backward(on_cuda ? upstream.cuda() : upstream);
+  return {r.output.detach().cpu(), r.argmax.cpu(), x.grad().cpu()};
+}
+
+// Channel counts that leave part of a warp idle (the deterministic gather's lanes are channels), maps small
+// enough that the gather cuts tiny tiles and large enough for full ones, several images, RoIs that stick
+// out or lie outside (random_rois).
+struct ParityCase {
+  Shape input;
+  int64_t rois;
+  std::array<int64_t, 2> output;
+  double scale;
+};
+const std::vector<ParityCase> kParityCases = {{{2, 3, 9, 11}, 40, {3, 2}, 0.5},
+                                              {{4, 33, 20, 17}, 150, {7, 7}, 0.5},
+                                              {{2, 33, 130, 125}, 300, {7, 7}, 0.25},
+                                              {{3, 70, 64, 90}, 250, {5, 6}, 0.125}};
+
+}  // namespace
+
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: forward argmax and gradient match the CPU") {
-  struct Case {
-    Shape input;
-    int64_t rois;
-    std::array<int64_t, 2> output;
-    double scale;
-  };
   // The last case is the benchmark's shape family, small enough for a test.
-  const std::vector<Case> cases = {{{2, 3, 9, 11}, 12, {3, 2}, 0.5},
-                                   {{1, 4, 16, 16}, 7, {7, 7}, 1.0},
-                                   {{3, 32, 25, 34}, 200, {7, 7}, 0.25}};
+  const std::vector<ParityCase> cases = {{{2, 3, 9, 11}, 12, {3, 2}, 0.5},
+                                         {{1, 4, 16, 16}, 7, {7, 7}, 1.0},
+                                         {{3, 32, 25, 34}, 200, {7, 7}, 0.25}};
   uint64_t seed = 40;
-  for (const Case& c : cases) {
+  for (const ParityCase& c : cases) {
     for (DType dtype : {kFloat32, kFloat64}) {
       CAPTURE(dtype);
       CAPTURE(c.input[1]);
@@ -207,14 +228,8 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: forward argmax and gradient match the CPU
       const Tensor rois_cpu =
           random_rois(c.rois, c.input[0], c.input[2] / c.scale, c.input[3] / c.scale, seed++).to(dtype);
       const Tensor upstream = randn({c.rois, c.input[1], c.output[0], c.output[1]}, dtype, &g);
-      std::vector<Tensor> results[2];
-      for (int device = 0; device < 2; ++device) {
-        const Tensor x = (device ? x_cpu.cuda() : x_cpu.clone()).requires_grad_();
-        const Tensor rois = device ? rois_cpu.cuda() : rois_cpu;
-        const RoIPoolResult r = roi_pool_with_argmax(x, rois, c.output, c.scale);
-        r.output.backward(upstream.to(x.device()));
-        results[device] = {r.output.detach().cpu(), r.argmax.cpu(), x.grad().cpu()};
-      }
+      const std::vector<Tensor> results[2] = {pool_and_backward(x_cpu, rois_cpu, upstream, c.output, c.scale, false),
+                                              pool_and_backward(x_cpu, rois_cpu, upstream, c.output, c.scale, true)};
       // Same bins (roi_pool_bin uses an explicit fma) and the same tie rule: identical maxima and argmax.
       CHECK(results[1][0].to_vector<double>() == results[0][0].to_vector<double>());
       CHECK(results[1][1].to_vector<int64_t>() == results[0][1].to_vector<int64_t>());
@@ -245,6 +260,82 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: deterministic backward gives identical bi
   }
   // The gather adds in the CPU's order (k, p, q) with plain IEEE additions: the same bits as the CPU.
   CHECK(first == on_cpu);
+}
+
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: both backwards match the CPU for odd channel counts and tile sizes") {
+  uint64_t seed = 60;
+  for (const ParityCase& c : kParityCases) {
+    for (DType dtype : {kFloat32, kFloat64}) {
+      for (bool deterministic : {false, true}) {
+        CAPTURE(c.input[1]);
+        CAPTURE(dtype);
+        CAPTURE(deterministic);
+        DeterministicGuard mode(deterministic);
+        Generator g(seed++);
+        const Tensor x = randn(c.input, dtype, &g);
+        const Tensor rois =
+            random_rois(c.rois, c.input[0], c.input[2] / c.scale, c.input[3] / c.scale, seed++).to(dtype);
+        const Tensor upstream = randn({c.rois, c.input[1], c.output[0], c.output[1]}, dtype, &g);
+        const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream, c.output, c.scale, false);
+        const std::vector<Tensor> gpu = pool_and_backward(x, rois, upstream, c.output, c.scale, true);
+        CHECK(gpu[0].to_vector<double>() == cpu[0].to_vector<double>());
+        CHECK(gpu[1].to_vector<int64_t>() == cpu[1].to_vector<int64_t>());
+        // The gather adds in the CPU's order: equal bits. The atomics add in any order.
+        if (deterministic) CHECK(gpu[2].to_vector<double>() == cpu[2].to_vector<double>());
+        else CHECK(minidet::test::allclose(gpu[2], cpu[2], 1e-5, 1e-5));
+      }
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: ties and NaN pick the CPU's pixel on small and large maps") {
+  // Values from {0, 1, 2}: most bins hold several maxima, and the first in row-major order must win on both
+  // devices. A few NaN pixels win their bins. Overlapping bins (fractional boxes) share maxima.
+  for (const Shape& shape : {Shape{2, 35, 12, 14}, Shape{2, 40, 120, 130}}) {
+    for (DType dtype : {kFloat32, kFloat64}) {
+      CAPTURE(shape[2]);
+      CAPTURE(dtype);
+      Generator g(70);
+      const Tensor levels = randint(0, 3, shape, kInt64, &g).to(kFloat64);
+      std::vector<double> values = levels.to_vector<double>();
+      for (size_t i = 0; i < values.size(); i += 997) values[i] = std::nan("");
+      const Tensor x = from_vector<double>(values, shape).to(dtype);
+      const Tensor rois = random_rois(200, shape[0], shape[2] * 2.0, shape[3] * 2.0, 71).to(dtype);
+      const Tensor upstream = randn({200, shape[1], 4, 3}, dtype, &g);
+      for (bool deterministic : {false, true}) {
+        CAPTURE(deterministic);
+        DeterministicGuard mode(deterministic);
+        const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream, {4, 3}, 0.5, false);
+        const std::vector<Tensor> gpu = pool_and_backward(x, rois, upstream, {4, 3}, 0.5, true);
+        CHECK(gpu[1].to_vector<int64_t>() == cpu[1].to_vector<int64_t>());
+        const std::vector<double> a = gpu[0].to_vector<double>(), b = cpu[0].to_vector<double>();
+        bool same = a.size() == b.size();
+        for (size_t i = 0; same && i < a.size(); ++i) same = (a[i] == b[i]) || (std::isnan(a[i]) && std::isnan(b[i]));
+        CHECK(same);
+        if (deterministic) CHECK(gpu[2].to_vector<double>() == cpu[2].to_vector<double>());
+      }
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: deterministic backward on a detector-sized workload equals the CPU bit for bit") {
+  DeterministicGuard deterministic;
+  for (DType dtype : {kFloat64, kFloat32}) {
+    CAPTURE(dtype);
+    Generator g(80);
+    const Shape shape = {2, 64, 50, 68};
+    const Tensor x = randn(shape, dtype, &g);
+    // Many RoIs per tile: 500 boxes over two 50 x 68 maps at stride 4.
+    const Tensor rois = random_rois(500, 2, 200, 272, 81).to(dtype);
+    const Tensor upstream = randn({500, 64, 7, 7}, dtype, &g);
+    const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream, {7, 7}, 0.25, false);
+    const std::vector<Tensor> first = pool_and_backward(x, rois, upstream, {7, 7}, 0.25, true);
+    const std::vector<Tensor> second = pool_and_backward(x, rois, upstream, {7, 7}, 0.25, true);
+    CHECK(first[2].to_vector<double>() == second[2].to_vector<double>());
+    CHECK(first[2].to_vector<double>() == cpu[2].to_vector<double>());
+    CHECK(sum(first[2]).item<double>() != 0.0);
+  }
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: K and N equal to 0 and bad rois on the device") {
