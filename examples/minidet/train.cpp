@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -187,8 +188,8 @@ void print_banner(Run& run, int64_t first) {
     const std::vector<std::string> places =
         group.gather_to_main(placement(group, run.trainer.device()), "gather of the ranks' placements");
     // A machine is a set of ranks that share memory (MPI_COMM_TYPE_SHARED): count their local rank 0s.
-    const long machines = std::count_if(places.begin(), places.end(),
-                                        [](const std::string& p) { return p.find(": local 0 of ") != std::string::npos; });
+    const long machines = std::lround(
+        group.all_reduce_sum({group.local_rank() == 0 ? 1.0 : 0.0}, "count of the machines")[0]);
     std::printf("data parallel: %d ranks on %ld machine%s, %lld images per rank per step\n", ranks, machines,
                 machines == 1 ? "" : "s", static_cast<long long>(s.batch / ranks));
     for (const std::string& p : places) std::printf("  %s\n", p.c_str());
