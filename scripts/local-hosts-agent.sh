@@ -23,6 +23,10 @@ set -euo pipefail
 host=$1
 shift
 export MINIDET_LOCAL_HOST=$host NCCL_HOSTID=$host
+# Its own temporary folder, as on a machine of its own: Open MPI keeps each node's session files there
+# (the daemon's topology in shared memory, PMIx's stores), and two daemons sharing one folder race on them.
+export TMPDIR="${TMPDIR:-/tmp}/local-hosts.$host"
+mkdir -p "$TMPDIR"
 for entry in ${LOCAL_HOSTS_GPUS:-}; do
   [[ ${entry%%=*} == "$host" ]] && export CUDA_VISIBLE_DEVICES=${entry#*=}
 done

@@ -368,8 +368,9 @@ TEST_CASE("values/minidet: mpirun -np 2 minidet train writes one run folder and 
 TEST_CASE("values/minidet: mpirun -H a:1,b:1 (two hosts played by this machine) trains, writes and resumes") {
   const fs::path folder = fresh_folder("mpirun-hosts");
   write_text(folder / "tiny.json", kTinyConfig);
-  // Open MPI over the loopback only: a sandbox's own network address may not answer itself.
-  const std::string mpirun = std::string(MINIDET_MPIEXEC) + " -H minidet-host-a:1,minidet-host-b:1 --mca plm rsh " +
+  // Open MPI over the loopback only: a sandbox's own network address may not answer itself. A launch that
+  // hangs fails within 2 minutes instead of holding the suite until CTest's timeout.
+  const std::string mpirun = "timeout 120 " + std::string(MINIDET_MPIEXEC) + " -H minidet-host-a:1,minidet-host-b:1 --mca plm rsh " +
                              "--mca plm_rsh_agent " + MINIDET_LOCAL_HOSTS_AGENT + " --mca plm_rsh_no_tree_spawn 1 " +
                              "--mca btl self,tcp --mca oob_tcp_if_include lo --mca btl_tcp_if_include lo ";
   const Result first = run_minidet(folder, "train --config tiny.json --device cpu --threads 1 --out hosts --stop-after 4",
