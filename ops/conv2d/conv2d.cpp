@@ -45,9 +45,9 @@ ConvGeometry validate(const Tensor& input, const Tensor& weight, const Tensor& b
   return ops::detail::conv_geometry(op, input, kernel_h, kernel_w, o);
 }
 
-int64_t chunk_size(const ConvGeometry& g, int64_t batch, DType dtype, int64_t max_column_bytes) {
-  const int64_t bytes_per_image = g.column_rows() * g.column_cols() * static_cast<int64_t>(element_size(dtype));
-  return ops::detail::images_per_chunk(bytes_per_image, batch, max_column_bytes);
+int64_t chunk_size(const ConvGeometry& g, const Tensor& input, const ConvWindow& window) {
+  const int64_t bytes_per_image = g.column_rows() * g.column_cols() * static_cast<int64_t>(element_size(input.dtype()));
+  return ops::detail::images_per_chunk(bytes_per_image, input.size(0), window, input.device());
 }
 
 void im2col(const Tensor& images, const Tensor& cols, const ConvGeometry& g,
@@ -126,13 +126,13 @@ ConvGrads conv2d_backward_raw(const Tensor& grad_any, const Tensor& input_any, c
 
 int64_t conv2d_chunk_size(const Tensor& input, const Tensor& weight, const Conv2dOptions& options) {
   const ConvGeometry g = validate(input, weight, Tensor(), options);
-  return chunk_size(g, input.size(0), input.dtype(), options.max_column_bytes);
+  return chunk_size(g, input, options);
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
   const ConvGeometry g = validate(input, weight, bias, options);
   const int64_t groups = options.groups;
-  const int64_t chunk = chunk_size(g, input.size(0), input.dtype(), options.max_column_bytes);
+  const int64_t chunk = chunk_size(g, input, options);
   Tensor output = conv2d_forward_raw(input, weight, bias, g, groups, chunk);
   // Saved: input (to recompute the columns for dW) and weight (for dcols). Never the columns (see conv2d.h).
   autograd::record("conv2d", {input, weight, bias}, {output}, {input, weight},

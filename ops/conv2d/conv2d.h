@@ -43,8 +43,16 @@ struct ConvWindow {
   int64_t dilation_h = 1, dilation_w = 1;
   // Upper bound for one column buffer (forward: cols; backward: cols and dcols, each under the bound).
   // A single image always fits in a chunk of one, even when its columns alone exceed the bound.
-  int64_t max_column_bytes = int64_t(64) << 20;
+  // 0 (the default) takes the device's bound below.
+  int64_t max_column_bytes = 0;
 };
+
+// The default bounds. On a GPU, larger chunks make fewer and fuller GEMMs. On the CPU the GEMM runs image by
+// image whatever the chunk, and a buffer above glibc's mmap threshold (at most 32 MiB) is mapped afresh at
+// every call, each of its pages a fault the kernel zero-fills; a chunk under it reuses the heap's memory
+// (core/allocator.h's retain_freed_host_memory). On the detector's CPU step that took a quarter of the time.
+constexpr int64_t kCudaColumnBytes = int64_t(64) << 20;
+constexpr int64_t kCpuColumnBytes = int64_t(16) << 20;
 
 // ConvWindow's chainable setters, returning the options struct that derives from it.
 template <typename Options>

@@ -16,7 +16,8 @@ void check_window(const char* op, const ConvWindow& o) {
   MINIDET_CHECK(o.dilation_h >= 1 && o.dilation_w >= 1, op, ": dilation must be >= 1, got (", o.dilation_h, ", ",
                 o.dilation_w, ")");
   MINIDET_CHECK(o.pad_h >= 0 && o.pad_w >= 0, op, ": padding must be >= 0, got (", o.pad_h, ", ", o.pad_w, ")");
-  MINIDET_CHECK(o.max_column_bytes >= 1, op, ": max_column_bytes must be positive, got ", o.max_column_bytes);
+  MINIDET_CHECK(o.max_column_bytes >= 0, op, ": max_column_bytes must be >= 0 (0: the device's default), got ",
+                o.max_column_bytes);
 }
 
 ConvGeometry conv_geometry(const char* op, const Tensor& input, int64_t kernel_h, int64_t kernel_w,
@@ -43,9 +44,11 @@ ConvGeometry conv_geometry(const char* op, const Tensor& input, int64_t kernel_h
   return g;
 }
 
-int64_t images_per_chunk(int64_t bytes_per_image, int64_t batch, int64_t max_column_bytes) {
+int64_t images_per_chunk(int64_t bytes_per_image, int64_t batch, const ConvWindow& window, const Device& device) {
   if (batch <= 1 || bytes_per_image == 0) return std::max<int64_t>(batch, 1);
-  return std::clamp<int64_t>(max_column_bytes / bytes_per_image, 1, batch);
+  const int64_t bound =
+      window.max_column_bytes > 0 ? window.max_column_bytes : device.is_cuda() ? kCudaColumnBytes : kCpuColumnBytes;
+  return std::clamp<int64_t>(bound / bytes_per_image, 1, batch);
 }
 
 void columns_to_output(const Tensor& weight, const Tensor& cols, const Tensor& out, int64_t groups, double beta) {

@@ -32,8 +32,9 @@ void check_window(const char* op, const ConvWindow& window);
 ConvGeometry conv_geometry(const char* op, const Tensor& input, int64_t kernel_h, int64_t kernel_w,
                            const ConvWindow& window);
 
-// Images per chunk so that one chunk's columns stay under max_column_bytes (at least 1, at most batch).
-int64_t images_per_chunk(int64_t bytes_per_image, int64_t batch, int64_t max_column_bytes);
+// Images per chunk so that one chunk's columns stay under the window's bound on `device` (max_column_bytes,
+// or when it is 0 kCudaColumnBytes / kCpuColumnBytes): at least 1, at most batch.
+int64_t images_per_chunk(int64_t bytes_per_image, int64_t batch, const ConvWindow& window, const Device& device);
 
 // All tensors contiguous, same dtype and device; out and grad_cols are written in place.
 void columns_to_output(const Tensor& weight, const Tensor& cols, const Tensor& out, int64_t groups, double beta);

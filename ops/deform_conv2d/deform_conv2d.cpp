@@ -84,9 +84,10 @@ DeformGeometry validate(const Tensor& input, const Tensor& offset, const Tensor&
 
 // conv2d's bound on the images per chunk, then the chunks evened out: 8 images under a bound of 7 go as 4 + 4,
 // not 7 + 1 (a chunk of one image is too little work to fill a GPU).
-int64_t chunk_size(const DeformGeometry& g, int64_t batch, DType dtype, int64_t max_column_bytes) {
-  const int64_t bytes_per_image = g.column_rows() * g.out_hw() * static_cast<int64_t>(element_size(dtype));
-  const int64_t most = ops::detail::images_per_chunk(bytes_per_image, batch, max_column_bytes);
+int64_t chunk_size(const DeformGeometry& g, const Tensor& input, const ConvWindow& window) {
+  const int64_t batch = input.size(0);
+  const int64_t bytes_per_image = g.column_rows() * g.out_hw() * static_cast<int64_t>(element_size(input.dtype()));
+  const int64_t most = ops::detail::images_per_chunk(bytes_per_image, batch, window, input.device());
   const int64_t chunks = (batch + most - 1) / most;
   return chunks <= 1 ? most : (batch + chunks - 1) / chunks;
 }
@@ -206,14 +207,14 @@ DeformGrads deform_conv2d_backward_raw(const Tensor& grad_any, const Operands& x
 int64_t deform_conv2d_chunk_size(const Tensor& input, const Tensor& offset, const Tensor& weight,
                                  const DeformConv2dOptions& options) {
   const DeformGeometry g = validate(input, offset, weight, Tensor(), Tensor(), options);
-  return chunk_size(g, input.size(0), input.dtype(), options.max_column_bytes);
+  return chunk_size(g, input, options);
 }
 
 Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& weight, const Tensor& bias,
                      const Tensor& mask, const DeformConv2dOptions& options) {
   const DeformGeometry g = validate(input, offset, weight, bias, mask, options);
   const int64_t groups = groups_of(input, weight);
-  const int64_t chunk = chunk_size(g, input.size(0), input.dtype(), options.max_column_bytes);
+  const int64_t chunk = chunk_size(g, input, options);
   Tensor output;
   {
     NoGradGuard raw;

@@ -1,5 +1,7 @@
 // CPU matrix products through Eigen. Eigen maps our row-major buffers in place (no copies) and runs its
-// blocked, vectorised, OpenMP-parallel GEMM.
+// blocked, vectorised GEMM, OpenMP-parallel within a product or across a batch of products.
+#include <omp.h>
+
 #include <Eigen/Core>
 
 #include "ops/matmul/gemm.h"
@@ -22,21 +24,58 @@ ConstMap<T> stored(const MatrixOperand& op, int64_t offset, int64_t rows, int64_
                        : ConstMap<T>(data, rows, cols, Eigen::OuterStride<>(op.ld));
 }
 
+// Eigen's kernel takes the rows of its left operand in groups of 3 SIMD vectors (48 floats with AVX-512, 24
+// with AVX2, 12 with SSE) and sums a smaller remainder with other accumulators, so other bits. Panels that
+// start at multiples of 48 cut no group and leave the remainder where the whole product has it.
+constexpr int64_t kPanelAlign = 48;
+
+// The result rows [r0, r1) and columns [c0, c1) of product i: out = alpha * A B + beta * out.
+template <typename T>
+void gemm_block(int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t k, const MatrixOperand& a,
+                int64_t a_bs, const MatrixOperand& b, int64_t b_bs, T* c, int64_t ldc, int64_t c_bs, double alpha,
+                double beta) {
+  MutMap<T> out(c + i * c_bs + r0 * ldc + c0, r1 - r0, c1 - c0, Eigen::OuterStride<>(ldc));
+  // Row r of A starts at r*ld (stored as is) or at column r (stored transposed); column j of B likewise.
+  const ConstMap<T> A = stored<T>(a, i * a_bs + (a.transposed ? r0 : r0 * a.ld), r1 - r0, k);
+  const ConstMap<T> B = stored<T>(b, i * b_bs + (b.transposed ? c0 * b.ld : c0), k, c1 - c0);
+  if (beta == 0.0) out.setZero();  // so that NaN garbage in c never leaks through 0 * NaN
+  else if (beta != 1.0) out *= static_cast<T>(beta);
+  const T s = static_cast<T>(alpha);
+  if (!a.transposed && !b.transposed) out.noalias() += s * (A * B);
+  else if (a.transposed && !b.transposed) out.noalias() += s * (A.transpose() * B);
+  else if (!a.transposed && b.transposed) out.noalias() += s * (A * B.transpose());
+  else out.noalias() += s * (A.transpose() * B.transpose());
+}
+
+// The threads share the work in tasks that never wait for each other: whole products when the batch shares
+// out evenly, else each product cut into one panel per thread along its longer side (rows or columns of the
+// result). Eigen itself always runs serially. Its own parallel GEMM also splits a product, but its threads
+// share packed blocks and spin-wait for each other at every block: on the small products of a detector's
+// convolutions those waits took more time than the arithmetic, and it sums over k in other blocks than
+// the serial GEMM does, so the bits changed with the number of threads. Serial Eigen cuts k into blocks by
+// the length of k alone, so a panel's elements get the bits of the whole product: the same on any number
+// of threads.
 template <typename T>
 void gemm_typed(int64_t batch, int64_t m, int64_t n, int64_t k, const MatrixOperand& a, int64_t a_bs,
                 const MatrixOperand& b, int64_t b_bs, const Tensor& c, double alpha, double beta) {
+  static const bool eigen_serial = (Eigen::setNbThreads(1), true);
+  (void)eigen_serial;
   const int64_t ldc = std::max<int64_t>(c.stride(c.dim() - 2), 1);
   const int64_t c_bs = c.dim() == 3 ? c.stride(0) : 0;
-  for (int64_t i = 0; i < batch; ++i) {
-    MutMap<T> out(c.data<T>() + i * c_bs, m, n, Eigen::OuterStride<>(ldc));
-    const ConstMap<T> A = stored<T>(a, i * a_bs, m, k), B = stored<T>(b, i * b_bs, k, n);
-    if (beta == 0.0) out.setZero();  // so that NaN garbage in c never leaks through 0 * NaN
-    else if (beta != 1.0) out *= static_cast<T>(beta);
-    const T s = static_cast<T>(alpha);
-    if (!a.transposed && !b.transposed) out.noalias() += s * (A * B);
-    else if (a.transposed && !b.transposed) out.noalias() += s * (A.transpose() * B);
-    else if (!a.transposed && b.transposed) out.noalias() += s * (A * B.transpose());
-    else out.noalias() += s * (A.transpose() * B.transpose());
+  const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const bool by_rows = m > n;
+  const int64_t side = by_rows ? m : n;
+  // Panels only for products worth sharing, each a multiple of kPanelAlign wide.
+  const bool whole_products = batch % threads == 0 || batch >= 4 * threads || m * n * k < (int64_t(1) << 18);
+  const int64_t panels = whole_products ? 1 : std::clamp<int64_t>(side / kPanelAlign, 1, threads);
+  const int64_t width = ((side + panels - 1) / panels + kPanelAlign - 1) / kPanelAlign * kPanelAlign;
+  const int64_t tasks = batch * panels;
+#pragma omp parallel for schedule(dynamic, 1) if (threads > 1 && tasks > 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t i = t / panels, lo = std::min(t % panels * width, side), hi = std::min(lo + width, side);
+    if (lo == hi) continue;
+    if (by_rows) gemm_block<T>(i, lo, hi, 0, n, k, a, a_bs, b, b_bs, c.data<T>(), ldc, c_bs, alpha, beta);
+    else gemm_block<T>(i, 0, m, lo, hi, k, a, a_bs, b, b_bs, c.data<T>(), ldc, c_bs, alpha, beta);
   }
 }
 

@@ -1,4 +1,6 @@
 // Matrix products: mm, bmm, matmul (vectors, batches, broadcasting) and linear.
+#include <omp.h>
+
 #include <functional>
 
 #include "autograd/engine.h"
@@ -133,6 +135,37 @@ TEST_CASE("values/matmul: hand-computed products") {
   CHECK(matmul(from_vector<double>({1, 1}, {2}), a).to_vector<double>() == std::vector<double>{5, 7, 9});
   // Broadcast batch: (2, 1, 2, 3) @ (3, 3, 2) -> (2, 3, 2, 2)
   CHECK(matmul(zeros({2, 1, 2, 3}), zeros({3, 3, 2})).sizes() == Shape{2, 3, 2, 2});
+}
+
+TEST_CASE("values/matmul: batched products give the same bits on 1 to 4 threads") {
+  // Threads take whole products when the batch shares out evenly, else a panel of rows or columns of each:
+  // both must give the bits of one thread, so that results do not depend on the machine's core count.
+  // K = 700 is long enough for Eigen to cut the sum over k into blocks.
+  const int threads_before = omp_get_max_threads();
+  for (int64_t batch : {1, 2, 3, 8}) {
+    for (bool a_t : {false, true}) {
+      for (bool b_t : {false, true}) {
+        CAPTURE(batch);
+        CAPTURE(a_t);
+        CAPTURE(b_t);
+      for (const auto& [m, n] : {std::pair<int64_t, int64_t>{70, 300}, {300, 70}, {32, 1000}}) {
+        CAPTURE(m);
+        const int64_t k = 700;
+        Generator g(batch);
+        const Tensor a = a_t ? transpose(randn({batch, k, m}, kFloat32, &g), 1, 2) : randn({batch, m, k}, kFloat32, &g);
+        const Tensor b = b_t ? transpose(randn({batch, n, k}, kFloat32, &g), 1, 2) : randn({batch, k, n}, kFloat32, &g);
+        omp_set_num_threads(1);
+        const std::vector<float> one = bmm(a, b).to_vector<float>();
+        for (int threads : {2, 3, 4}) {
+          CAPTURE(threads);
+          omp_set_num_threads(threads);
+          CHECK(bmm(a, b).to_vector<float>() == one);
+        }
+      }
+      }
+    }
+  }
+  omp_set_num_threads(threads_before);
 }
 
 TEST_CASE("values/matmul: gradients by hand and empty shapes") {
