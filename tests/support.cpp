@@ -1,6 +1,7 @@
 #include "tests/support.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/factories.h"
 
@@ -24,6 +25,18 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
   return worst;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  REQUIRE(a.dtype() == b.dtype());
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();  // exact for float32 too
+  for (size_t i = 0; i < x.size(); ++i)
+    if (std::memcmp(&x[i], &y[i], sizeof(double)) != 0) {
+      MESSAGE("first difference at " << i << ": " << x[i] << " vs " << y[i] << " (of " << x.size() << ")");
+      return false;
+    }
+  return true;
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {

@@ -19,6 +19,9 @@ Tensor random_leaf(const Shape& shape, uint64_t seed);
 
 // Largest |a - b| over all elements (both converted to float64 on the host). Shapes must match.
 double max_abs_diff(const Tensor& a, const Tensor& b);
+// Bit-for-bit equality of two tensors of one shape and dtype (NaN equals a NaN of the same bits); on
+// failure, prints the first difference.
+bool same_bits(const Tensor& a, const Tensor& b);
 // max |a - b| <= atol + rtol * |b| elementwise; on failure, prints the worst element.
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
 

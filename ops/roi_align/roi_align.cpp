@@ -13,19 +13,9 @@
 #include "ops/roi_align/roi_align_kernels.h"
 
 namespace minidet {
-namespace {
 
-using ops::detail::RoiAlignGeometry;
-constexpr const char* kOp = "roi_align";
-
-RoiAlignGeometry validate(const Tensor& input, const Tensor& rois, const RoIAlignOptions& o) {
-  ops::check_roi_input(kOp, input);
-  MINIDET_CHECK(o.pooled_h >= 1 && o.pooled_w >= 1, kOp, ": expected output size >= 1, got (", o.pooled_h, ", ",
-                o.pooled_w, ")");
-  MINIDET_CHECK(std::isfinite(o.spatial_scale) && o.spatial_scale > 0, kOp,
-                ": expected a finite spatial_scale > 0, got ", o.spatial_scale);
-  // Last: on CUDA the value check is the op's one host synchronisation (see ops/common/roi_checks.h).
-  ops::check_rois(kOp, input, rois, 5, o.check_roi_values);
+ops::detail::RoiAlignGeometry ops::detail::roi_align_geometry(const Tensor& input, const Tensor& rois,
+                                                              const RoIAlignOptions& o) {
   RoiAlignGeometry g;
   g.batch = input.size(0);
   g.channels = input.size(1);
@@ -39,6 +29,22 @@ RoiAlignGeometry validate(const Tensor& input, const Tensor& rois, const RoIAlig
   g.aligned = o.aligned;
   g.max_mode = o.pool_mode == RoiPoolMode::Max;
   return g;
+}
+
+namespace {
+
+using ops::detail::RoiAlignGeometry;
+constexpr const char* kOp = "roi_align";
+
+RoiAlignGeometry validate(const Tensor& input, const Tensor& rois, const RoIAlignOptions& o) {
+  ops::check_roi_input(kOp, input);
+  MINIDET_CHECK(o.pooled_h >= 1 && o.pooled_w >= 1, kOp, ": expected output size >= 1, got (", o.pooled_h, ", ",
+                o.pooled_w, ")");
+  MINIDET_CHECK(std::isfinite(o.spatial_scale) && o.spatial_scale > 0, kOp,
+                ": expected a finite spatial_scale > 0, got ", o.spatial_scale);
+  // Last: on CUDA the value check is the op's one host synchronisation (see ops/common/roi_checks.h).
+  ops::check_rois(kOp, input, rois, 5, o.check_roi_values);
+  return ops::detail::roi_align_geometry(input, rois, o);
 }
 
 struct RoiAlignGrads {

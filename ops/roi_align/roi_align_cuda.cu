@@ -2,8 +2,8 @@
 //
 // The forward and the atomic backward are the channel-last kernels of roi_align_nhwc.cuh (shared with
 // roi_align_rotated; that header says why channel-last is fast), with AxisAlignedSampler below placing the
-// samples on the axis-aligned box. DeterministicMode replaces the atomics by a sorted, fixed-order gather
-// (roi_align_cuda_sorted.cu).
+// samples on the axis-aligned box. DeterministicMode replaces the atomics by the tile gather of
+// roi_align_gather.cuh (also shared with roi_align_rotated), which adds every term in the CPU's order.
 //
 // The RoI-coordinate gradient needs a sum over channels, bins and samples per RoI: one block per RoI, each
 // thread a fixed strided part of that sum, then a fixed-shape tree in shared memory. No atomics, so it is
@@ -12,6 +12,7 @@
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
+#include "ops/roi_align/roi_align_gather.cuh"
 #include "ops/roi_align/roi_align_kernels.h"
 #include "ops/roi_align/roi_align_nhwc.cuh"
 
@@ -19,6 +20,8 @@ namespace minidet::ops::detail {
 namespace {
 
 // roi_align's sample positions (roi_align_kernels.h) as a roi_nhwc sampler: the same functions the CPU uses.
+// extent and ranges serve the deterministic gather (roi_align_gather.cuh): along each axis the samples sit
+// at start + (i + 0.5) * size / (pooled * grid), i = bin * grid + sample, between start and start + size.
 template <typename T>
 struct AxisAlignedSampler {
   const T* rois;
@@ -28,6 +31,21 @@ struct AxisAlignedSampler {
     return roi_sample_at(b, p, q, iy, ix, g).bilinear;
   }
   __device__ T divisor(const RoiBox<T>& b) const { return T(b.count()); }
+
+  __device__ roi_gather::MapBox extent(const RoiBox<T>& b) const {
+    const double y0 = b.start_y, y1 = y0 + double(b.roi_h), x0 = b.start_x, x1 = x0 + double(b.roi_w);
+    return roi_gather::widened(fmin(y0, y1), fmax(y0, y1), fmin(x0, x1), fmax(x0, x1),
+                               fabs(y0) + fabs(y1) + fabs(x0) + fabs(x1));
+  }
+  __device__ roi_gather::SampleRanges ranges(const RoiBox<T>& b, const roi_gather::MapBox& reach) const {
+    const int64_t rows = g.pooled_h * b.grid_h, cols = g.pooled_w * b.grid_w;
+    const roi_gather::MapBox r = roi_gather::widened(reach.y0, reach.y1, reach.x0, reach.x1,
+                                                     fabs(b.start_y) + fabs(b.roi_h) + fabs(b.start_x) + fabs(b.roi_w));
+    roi_gather::SampleRanges s;
+    roi_gather::samples_between(b.start_y, double(b.roi_h) / double(rows), rows, r.y0, r.y1, &s.row0, &s.row1);
+    roi_gather::samples_between(b.start_x, double(b.roi_w) / double(cols), cols, r.x0, r.x1, &s.col0, &s.col1);
+    return s;
+  }
 };
 
 constexpr int kRoiGradThreads = 256;
@@ -89,13 +107,14 @@ void roi_align_forward_cuda(const Tensor& input, const Tensor& rois, const Tenso
 
 void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
                                    const Tensor& grad_input, const RoiAlignGeometry& g, bool deterministic) {
-  if (deterministic) {
-    roi_align_backward_input_sorted_cuda(grad_output, rois, argmax, grad_input, g);
-    return;
-  }
   cuda::DeviceGuard guard(grad_input.device());
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_align", [&] {
     const AxisAlignedSampler<scalar_t> sampler{rois.data<scalar_t>(), g};
+    if (deterministic) {
+      if (g.max_mode) roi_gather::backward<scalar_t, true>(grad_output, sampler, argmax, grad_input, "roi_align");
+      else roi_gather::backward<scalar_t, false>(grad_output, sampler, argmax, grad_input, "roi_align");
+      return;
+    }
     const char* name = "roi_align backward_input_atomic_kernel";
     if (g.max_mode) roi_nhwc::backward_atomic<scalar_t, true>(grad_output, sampler, argmax, grad_input, name);
     else roi_nhwc::backward_atomic<scalar_t, false>(grad_output, sampler, argmax, grad_input, name);

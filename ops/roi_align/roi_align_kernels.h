@@ -11,6 +11,7 @@
 #include "core/macros.h"
 #include "core/tensor.h"
 #include "ops/common/bilinear.h"
+#include "ops/roi_align/roi_align.h"
 
 namespace minidet::ops::detail {
 
@@ -24,6 +25,9 @@ struct RoiAlignGeometry {
   bool max_mode;
   MINIDET_HOST_DEVICE int64_t bins() const { return pooled_h * pooled_w; }
 };
+
+// The geometry of input (N, C, H, W) and rois (K, 5) under `options`, unchecked (roi_align.cpp checks first).
+RoiAlignGeometry roi_align_geometry(const Tensor& input, const Tensor& rois, const RoIAlignOptions& options);
 
 // A product that is never fused with a following addition. nvcc fuses a*b + c into one FMA by default, the
 // host compiler (no -march) does not; in the sample positions that would move a sample by one ulp between
@@ -154,12 +158,10 @@ void roi_align_backward_cpu(const Tensor& grad_output, const Tensor& input, cons
 #if MINIDET_WITH_CUDA
 void roi_align_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor& output, const Tensor& argmax,
                             const RoiAlignGeometry& g);
-// deterministic: the fixed-order sorted-gather kernel below instead of atomicAdd (as every op takes
-// DeterministicMode: a flag from its .cpp to its CUDA launcher).
+// deterministic: the tile gather (roi_align_gather.cuh; the CPU's order and bits) instead of atomicAdd (as
+// every op takes DeterministicMode: a flag from its .cpp to its CUDA launcher).
 void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
                                    const Tensor& grad_input, const RoiAlignGeometry& g, bool deterministic);
-void roi_align_backward_input_sorted_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
-                                          const Tensor& grad_input, const RoiAlignGeometry& g);
 void roi_align_backward_rois_cuda(const Tensor& grad_output, const Tensor& input, const Tensor& rois,
                                   const Tensor& argmax, const Tensor& grad_rois, const RoiAlignGeometry& g);
 #endif

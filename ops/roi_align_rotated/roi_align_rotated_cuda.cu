@@ -1,5 +1,5 @@
-// CUDA roi_align_rotated: the forward, the atomic input gradient and, under DeterministicMode, a sorted
-// fixed-order gather. Same sample positions and bilinear rules as the CPU (roi_align_rotated_kernels.h,
+// CUDA roi_align_rotated: the forward, the atomic input gradient and, under DeterministicMode, the tile
+// gather. Same sample positions and bilinear rules as the CPU (roi_align_rotated_kernels.h,
 // ops/common/bilinear.h).
 //
 // RoIAlign (Mask R-CNN: He et al. 2017) over a rotated box (detectron2's ROIAlignRotated; the math is in
@@ -15,34 +15,22 @@
 //   - each RoI's frame (centre, cos, sin, steps, grid) is computed once, by frames_kernel, not in every work
 //     item: no sin/cos in the hot loops.
 //
-// DeterministicMode. The atomic scatter "sample neighbour -> input pixel" becomes a gather "input pixel <- its
-// contributions", in three steps (roi_align_cuda_sorted.cu does the same in NCHW):
-//   1. list every contribution as an entry (key = the destination pixel n*H*W + y*W + x, source = the bin
-//      k*bins + bin, weight = w_j / count), in the order (RoI, bin, sample, neighbour). Neighbours with zero
-//      weight and samples outside the band get the key N*H*W, past every pixel: they sort last and are skipped;
-//   2. sort the entries by key with a STABLE radix sort: the entries of one pixel become one run, in the
-//      order they were listed (the CPU's order), whatever the thread schedule;
-//   3. one warp per (run, slab of channels) sums the run in that order, channel-last as above: the upstream
-//      gradient is first transposed to (K, bins, C), so each entry is one coalesced read per 32 channels,
-//      and the sums go to an NHWC buffer that one transpose turns back into NCHW.
-// No atomics, so the same bits every run. The entry count is known on the host for a fixed sampling ratio;
-// with adaptive sampling it depends on the RoI sizes on the device: one scan gives each RoI's first entry and
-// ONE 8-byte copy brings the total back (a host synchronisation, in deterministic mode only).
+// DeterministicMode runs roi_align's tile gather (ops/roi_align/roi_align_gather.cuh) with the same sampler:
+// one warp per tile of dx and 32 channels walks the RoIs in order and adds each term in the CPU's order
+// (RoI, bin, sample, neighbour), so the input gradient has the same bits every run, and the CPU's bits
+// wherever the two devices' sin and cos agree (they may differ in the last bit). To find the
+// samples of a RoI that can reach a tile, RotatedSampler::ranges turns the tile into the box's frame (u, v)
+// and takes the samples inside its bounding box there.
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
+#include "ops/roi_align/roi_align_gather.cuh"
 #include "ops/roi_align/roi_align_nhwc.cuh"
-#include "ops/roi_align/roi_align_sort.cuh"
 #include "ops/roi_align_rotated/roi_align_rotated_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-using roi_nhwc::channel_slabs;
-using roi_nhwc::kChannelsPerLane;
-using roi_nhwc::kChannelsPerSlab;
-using roi_nhwc::kLanes;
 
 template <typename T>
 __global__ void frames_kernel(int64_t n, const T* rois, RotatedFrame<T>* frames, RotatedGeometry g) {
@@ -61,7 +49,9 @@ Tensor compute_frames(const Tensor& rois, const RotatedGeometry& g) {
 }
 
 // roi_align_rotated's sample positions as a roi_nhwc sampler (see roi_align_nhwc.cuh): RoI k is its
-// precomputed frame, and sample (iy, ix) of bin (p, q) is the CPU's rotated_bin_sample.
+// precomputed frame, and sample (iy, ix) of bin (p, q) is the CPU's rotated_bin_sample. extent and ranges
+// serve the gather (roi_align_gather.cuh): sample (i, j) sits at u = start_u + (j + 0.5) * step_u,
+// v = start_v + (i + 0.5) * step_v in the box frame, so |u| <= |start_u| and |v| <= |start_v|.
 template <typename T>
 struct RotatedSampler {
   const RotatedFrame<T>* frames;
@@ -71,119 +61,43 @@ struct RotatedSampler {
     return rotated_bin_sample(f, g, p, q, iy, ix);
   }
   __device__ T divisor(const RotatedFrame<T>& f) const { return f.count; }
+
+  // The box's bounding box in the map.
+  __device__ roi_gather::MapBox extent(const RotatedFrame<T>& f) const {
+    const double c = fabs(double(f.cos_theta)), s = fabs(double(f.sin_theta));
+    const double hu = fabs(double(f.start_u)), hv = fabs(double(f.start_v));
+    const double ex = hu * c + hv * s, ey = hu * s + hv * c;
+    return roi_gather::widened(f.center_y - ey, f.center_y + ey, f.center_x - ex, f.center_x + ex,
+                               fabs(double(f.center_x)) + fabs(double(f.center_y)) + hu + hv);
+  }
+  // The reach's corners turned into the box frame, u = dx cos - dy sin, v = dx sin + dy cos (the inverse of
+  // rotated_sample's turn), bound the (u, v) of every point of the reach.
+  __device__ roi_gather::SampleRanges ranges(const RotatedFrame<T>& f, const roi_gather::MapBox& reach) const {
+    const double c = f.cos_theta, s = f.sin_theta;
+    double u_lo = INFINITY, u_hi = -INFINITY, v_lo = INFINITY, v_hi = -INFINITY;
+    for (int corner = 0; corner < 4; ++corner) {
+      const double dx = (corner & 1 ? reach.x1 : reach.x0) - double(f.center_x);
+      const double dy = (corner & 2 ? reach.y1 : reach.y0) - double(f.center_y);
+      const double u = dx * c - dy * s, v = dx * s + dy * c;
+      u_lo = fmin(u_lo, u);
+      u_hi = fmax(u_hi, u);
+      v_lo = fmin(v_lo, v);
+      v_hi = fmax(v_hi, v);
+    }
+    const roi_gather::MapBox r = roi_gather::widened(
+        v_lo, v_hi, u_lo, u_hi,
+        fabs(double(f.center_x)) + fabs(double(f.center_y)) + fabs(double(f.start_u)) + fabs(double(f.start_v)) +
+            fabs(reach.x1) + fabs(reach.y1));
+    roi_gather::SampleRanges out;
+    roi_gather::samples_between(f.start_v, f.step_v, g.pooled_h * f.grid_h, r.y0, r.y1, &out.row0, &out.row1);
+    roi_gather::samples_between(f.start_u, f.step_u, g.pooled_w * f.grid_w, r.x0, r.x1, &out.col0, &out.col1);
+    return out;
+  }
 };
 
 template <typename T>
 RotatedSampler<T> sampler_of(const Tensor& frames, const RotatedGeometry& g) {
   return {reinterpret_cast<const RotatedFrame<T>*>(frames.data<uint8_t>()), g};
-}
-
-// ---- DeterministicMode: the sorted gather ---------------------------------------------------------------
-
-// Entries of RoI k: bins * samples per bin * 4 neighbours; a trailing 0 at index K, so that the exclusive
-// scan's last element is the total.
-template <typename T>
-__global__ void count_entries_kernel(RotatedSampler<T> sampler, int64_t* counts) {
-  const int64_t rois = sampler.g.num_rois, bins = sampler.g.pooled_h * sampler.g.pooled_w;
-  MINIDET_KERNEL_LOOP(k, rois + 1) {
-    counts[k] = k < rois ? sampler.frames[k].grid_h * sampler.frames[k].grid_w * bins * 4 : 0;
-  }
-}
-
-// Step 1: one thread per (RoI, bin) lists its entries, in (sample, neighbour) order, from first_entry[k].
-template <typename T>
-__global__ void list_entries_kernel(RotatedSampler<T> sampler, int64_t batch, const int64_t* first_entry,
-                                    int64_t* keys, int64_t* sources, T* weights) {
-  const RotatedGeometry& g = sampler.g;
-  const int64_t bins = g.pooled_h * g.pooled_w, plane = g.height * g.width, outside = batch * plane;
-  MINIDET_KERNEL_LOOP(kb, g.num_rois * bins) {
-    const int64_t k = kb / bins, bin = kb % bins;
-    const RotatedFrame<T> f = sampler.roi(k);
-    int64_t e = first_entry[k] + bin * f.grid_h * f.grid_w * 4;
-    for (int64_t iy = 0; iy < f.grid_h; ++iy) {
-      for (int64_t ix = 0; ix < f.grid_w; ++ix) {
-        const BilinearSample<T> w = sampler.sample(f, bin / g.pooled_w, bin % g.pooled_w, iy, ix);
-        for (int j = 0; j < 4; ++j, ++e) {
-          keys[e] = w.inside && w.weight[j] != T(0) ? f.batch * plane + w.offset[j] : outside;
-          sources[e] = kb;
-          weights[e] = w.weight[j] / f.count;
-        }
-      }
-    }
-  }
-}
-
-// Step 3. Work item i is (sorted entry e, slab, lane), lane fastest, so a warp shares one entry (like
-// roi_nhwc's WorkItem, with the entry in place of (RoI, bin)). Only the warps at the head of a run work: they
-// walk the run in sorted order and write the pixel's channels once. grad_t is the upstream gradient as
-// (K, bins, C), so the 32 lanes read 32 consecutive channels of one bin.
-template <typename T, typename Index>
-__global__ void gather_runs_kernel(Index n, int64_t entries, const int64_t* keys, const int64_t* order,
-                                   const int64_t* sources, const T* weights, const T* grad_t, T* grad_nhwc,
-                                   int64_t outside, int64_t channels) {
-  const Index slabs = Index(channel_slabs(channels));
-  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += Index(blockDim.x) * gridDim.x) {
-    const Index warp = i / kLanes, e = warp / slabs, slab = warp - e * slabs, lane = i - warp * kLanes;
-    const int64_t key = keys[e];
-    if (key == outside || (e > 0 && keys[e - 1] == key)) continue;  // only run heads work
-    const int64_t c0 = int64_t(slab) * kChannelsPerSlab + lane;  // this thread's channels: c0 + 32 j
-    T sum[kChannelsPerLane];
-#pragma unroll
-    for (int j = 0; j < kChannelsPerLane; ++j) sum[j] = T(0);
-    for (int64_t r = e; r < entries && keys[r] == key; ++r) {
-      const int64_t id = order[r];
-      const T weight = weights[id];
-      const T* upstream = grad_t + sources[id] * channels + c0;
-#pragma unroll
-      for (int j = 0; j < kChannelsPerLane; ++j)
-        if (c0 + kLanes * j < channels) sum[j] += weight * upstream[kLanes * j];
-    }
-    T* pixel = grad_nhwc + key * channels + c0;  // key = n*H*W + y*W + x: NHWC row of that pixel
-#pragma unroll
-    for (int j = 0; j < kChannelsPerLane; ++j)
-      if (c0 + kLanes * j < channels) pixel[kLanes * j] = sum[j];
-  }
-}
-
-template <typename T>
-void backward_sorted(const Tensor& grad_output, const RotatedSampler<T>& sampler, const Tensor& grad_input) {
-  const RotatedGeometry& g = sampler.g;
-  const int64_t batch = grad_input.size(0), bins = g.pooled_h * g.pooled_w;
-  const TensorOptions index_options(kInt64, grad_input.device());
-  const cudaStream_t stream = cuda::current_stream();
-  // 1. Each RoI's first entry (an exclusive scan of the counts), the total, and the entries themselves.
-  Tensor counts = empty({g.num_rois + 1}, index_options), first_entry = empty({g.num_rois + 1}, index_options);
-  count_entries_kernel<T><<<cuda::blocks_for(g.num_rois + 1), cuda::kThreadsPerBlock, 0, stream>>>(
-      sampler, counts.data<int64_t>());
-  MINIDET_CUDA_LAUNCH_CHECK("roi_align_rotated count_entries_kernel");
-  exclusive_sum(counts, first_entry);
-  const int64_t entries = g.sampling_ratio > 0
-                              ? g.num_rois * bins * g.sampling_ratio * g.sampling_ratio * 4
-                              : first_entry.select(0, g.num_rois).item<int64_t>();  // the documented sync
-  Tensor keys = empty({entries}, index_options), sources = empty({entries}, index_options);
-  Tensor weights = empty({entries}, grad_input.options());
-  list_entries_kernel<T><<<cuda::blocks_for(g.num_rois * bins), cuda::kThreadsPerBlock, 0, stream>>>(
-      sampler, batch, first_entry.data<int64_t>(), keys.data<int64_t>(), sources.data<int64_t>(),
-      weights.data<T>());
-  MINIDET_CUDA_LAUNCH_CHECK("roi_align_rotated list_entries_kernel");
-
-  // 2. Stable sort by destination: the entries of one pixel become one run, in their listed order.
-  const int64_t outside = batch * g.height * g.width;
-  const SortedEntries sorted = stable_sort_entries(keys, outside);
-
-  // 3. Upstream gradient channel-last, the run heads' gather into NHWC, and back to NCHW.
-  Tensor grad_t = empty({g.num_rois, bins, g.channels}, grad_input.options());
-  roi_nhwc::transpose(grad_output.data<T>(), grad_t.data<T>(), g.num_rois, g.channels, bins);
-  Tensor grad_nhwc = zeros({batch, g.height, g.width, g.channels}, grad_input.options());  // untouched pixels
-  const int64_t n = entries * channel_slabs(g.channels) * kLanes;
-  roi_nhwc::with_index(n, [&](auto index) {
-    using Index = decltype(index);
-    gather_runs_kernel<T, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
-        Index(n), entries, sorted.keys.data<int64_t>(), sorted.order.data<int64_t>(), sources.data<int64_t>(),
-        weights.data<T>(), grad_t.data<T>(), grad_nhwc.data<T>(), outside, g.channels);
-  });
-  MINIDET_CUDA_LAUNCH_CHECK("roi_align_rotated gather_runs_kernel");
-  roi_nhwc::transpose(grad_nhwc.data<T>(), grad_input.data<T>(), batch, g.height * g.width, g.channels);
 }
 
 }  // namespace
@@ -210,9 +124,11 @@ void roi_align_rotated_backward_cuda(const Tensor& grad_output, const Tensor& ro
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_align_rotated", [&] {
     const Tensor frames = compute_frames<scalar_t>(rois, g);
     const RotatedSampler<scalar_t> sampler = sampler_of<scalar_t>(frames, g);
-    if (deterministic) backward_sorted(grad_output, sampler, grad_input);
-    else roi_nhwc::backward_atomic<scalar_t, false>(grad_output, sampler, Tensor(), grad_input,
-                                                     "roi_align_rotated backward_atomic_kernel");
+    if (deterministic)
+      roi_gather::backward<scalar_t, false>(grad_output, sampler, Tensor(), grad_input, "roi_align_rotated");
+    else
+      roi_nhwc::backward_atomic<scalar_t, false>(grad_output, sampler, Tensor(), grad_input,
+                                                 "roi_align_rotated backward_atomic_kernel");
   });
 }
 

@@ -1,6 +1,10 @@
 // roi_align_rotated's box frame and sample positions, shared by the CPU and CUDA kernels (and the
 // walkthrough) so both devices sample the same points, and the kernel entry points. Kernels take
 // contiguous tensors.
+//
+// Every product goes through unfused_mul (roi_align_kernels.h): nvcc would otherwise fuse u*cos + x into one
+// FMA, the host compiler does not. The one difference left is sin and cos: CUDA's and glibc's may differ in
+// the last bit for some angles, which moves those boxes' samples by an ulp.
 #pragma once
 
 #include <cmath>
@@ -9,7 +13,7 @@
 #include "core/macros.h"
 #include "core/tensor.h"
 #include "ops/common/bilinear.h"
-#include "ops/roi_align/roi_align_kernels.h"  // adaptive_grid: the same adaptive sampling as roi_align
+#include "ops/roi_align/roi_align_kernels.h"  // adaptive_grid (the same adaptive sampling as roi_align), unfused_mul
 
 namespace minidet::ops::detail {
 
@@ -39,8 +43,8 @@ MINIDET_HOST_DEVICE inline RotatedFrame<T> rotated_frame(const T* roi, const Rot
   const T scale = static_cast<T>(g.spatial_scale), offset = g.aligned ? T(0.5) : T(0);
   RotatedFrame<T> f;
   f.batch = static_cast<int64_t>(roi[0]);
-  f.center_x = roi[1] * scale - offset;
-  f.center_y = roi[2] * scale - offset;
+  f.center_x = unfused_mul(roi[1], scale) - offset;
+  f.center_y = unfused_mul(roi[2], scale) - offset;
   T roi_w = roi[3] * scale, roi_h = roi[4] * scale;
   if (!g.aligned) {  // the legacy minimum size of one feature pixel
     roi_w = roi_w > T(1) ? roi_w : T(1);
@@ -62,10 +66,10 @@ MINIDET_HOST_DEVICE inline RotatedFrame<T> rotated_frame(const T* roi, const Rot
 // Map position (y, x) of sample (i, j) (i along the box's y axis, j along its x axis).
 template <typename T>
 MINIDET_HOST_DEVICE inline void rotated_sample(const RotatedFrame<T>& f, int64_t i, int64_t j, T* y, T* x) {
-  const T u = f.start_u + (static_cast<T>(j) + T(0.5)) * f.step_u;
-  const T v = f.start_v + (static_cast<T>(i) + T(0.5)) * f.step_v;
-  *x = f.center_x + u * f.cos_theta + v * f.sin_theta;
-  *y = f.center_y - u * f.sin_theta + v * f.cos_theta;
+  const T u = f.start_u + unfused_mul(static_cast<T>(j) + T(0.5), f.step_u);
+  const T v = f.start_v + unfused_mul(static_cast<T>(i) + T(0.5), f.step_v);
+  *x = f.center_x + unfused_mul(u, f.cos_theta) + unfused_mul(v, f.sin_theta);
+  *y = f.center_y - unfused_mul(u, f.sin_theta) + unfused_mul(v, f.cos_theta);
 }
 
 // The bilinear read (ops/common/bilinear.h) of sample (iy, ix) of bin (p, q): the one sample of the CPU

@@ -1,6 +1,7 @@
 // roi_align: hand-computed cases, the edge-case policy, float64 gradient checks of both
 // gradients (features and box coordinates), CUDA parity and determinism, and every validation error.
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "core/transfer_counts.h"
 #include "core/factories.h"
 #include "ops/roi_align/roi_align.h"
+#include "ops/roi_align/roi_align_kernels.h"  // the kernels themselves, for the bit-for-bit cases
 #include "ops/shape/cat.h"
 #include "tests/support.h"
 
@@ -348,6 +350,137 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: check_roi_values off gives the same resu
   // Shapes, dtypes and devices are still checked.
   CHECK_THROWS_CONTAINING(roi_align(x, rois.narrow(1, 0, 4), RoIAlignOptions().set_check_roi_values(false)),
                           "expected rois of shape (K, 5)");
+}
+
+// ---- CUDA: the deterministic input gradient, bit for bit ---------------------------------------------------
+
+namespace {
+
+// `count` rows (batch, x1, y1, x2, y2) over images of image_h x image_w pixels, biased towards the awkward
+// cases: every third RoI on the last image, corners anywhere in [-0.5, 1.5] x the image (many boxes hang
+// over a border or lie outside), sizes up to the image; every fourth RoI inverted in x (x2 < x1), every fifth
+// zero-width, every seventh a point, every sixth inverted in y.
+Tensor awkward_rois(int64_t count, int64_t images, double image_h, double image_w, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<double> rows;
+  for (int64_t k = 0; k < count; ++k) {
+    const double image = k % 3 == 0 ? double(images - 1) : double(rng() % images);
+    const double x1 = (unit(rng) * 2 - 0.5) * image_w, y1 = (unit(rng) * 2 - 0.5) * image_h;
+    double w = unit(rng) * image_w, h = unit(rng) * image_h;
+    if (k % 4 == 3) w = -w;
+    if (k % 6 == 5) h = -h;
+    if (k % 5 == 4) w = 0;
+    if (k % 7 == 6) w = h = 0;
+    rows.insert(rows.end(), {image, x1, y1, x1 + w, y1 + h});
+  }
+  return from_vector<double>(rows, {count, 5});
+}
+
+// The input gradient from roi_align's CPU kernel and from its deterministic CUDA kernel, on the same
+// upstream gradient. In max mode both use the winners of the CUDA forward: the two forwards round a sum of
+// four products differently (the GPU fuses them), so a near-tie between two samples could pick different
+// winners, which is the forward's business, not the backward's.
+struct InputGrads {
+  Tensor cpu, cuda;
+};
+InputGrads input_grads(const Tensor& x, const Tensor& rois, const Tensor& upstream, const RoIAlignOptions& o) {
+  const ops::detail::RoiAlignGeometry g = ops::detail::roi_align_geometry(x, rois, o);
+  InputGrads grads{empty(x.sizes(), x.dtype()), empty(x.sizes(), TensorOptions(x.dtype(), Device::cuda()))};
+#if MINIDET_WITH_CUDA  // the CUDA kernels exist only in a CUDA build (a CPU build skips the cases that call this)
+  const Tensor rois_gpu = rois.cuda(), upstream_gpu = upstream.cuda();
+  Tensor argmax;
+  if (g.max_mode) {
+    const Tensor output = empty(upstream.sizes(), TensorOptions(x.dtype(), Device::cuda()));
+    argmax = empty(upstream.sizes(), TensorOptions(kInt64, Device::cuda()));
+    ops::detail::roi_align_forward_cuda(x.cuda(), rois_gpu, output, argmax, g);
+  }
+  ops::detail::roi_align_backward_cpu(upstream, Tensor(), rois, g.max_mode ? argmax.cpu() : Tensor(), grads.cpu,
+                                      Tensor(), g);
+  ops::detail::roi_align_backward_input_cuda(upstream_gpu, rois_gpu, argmax, grads.cuda, g, true);
+  grads.cuda = grads.cuda.cpu();
+#endif
+  return grads;
+}
+
+struct GatherCase {
+  std::string what;
+  Shape input;
+  int64_t rois;
+  RoIAlignOptions options;
+};
+
+}  // namespace
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic input gradient equals the CPU bit for bit on awkward cases") {
+  using M = RoiPoolMode;
+  // Channel counts that leave part of a warp idle (lanes are channels), maps smaller than one tile and
+  // larger than many, several images, RoIs outside, inverted and of zero size, both modes, fixed and
+  // adaptive sampling, aligned and legacy boxes.
+  const std::vector<GatherCase> cases = {
+      {"3 channels, fixed 2", {2, 3, 9, 11}, 40, RoIAlignOptions().set_output_size(3, 2).set_spatial_scale(0.5)
+                                                     .set_sampling_ratio(2)},
+      {"33 channels, adaptive, legacy", {4, 33, 20, 17}, 150,
+       RoIAlignOptions().set_output_size(7).set_spatial_scale(0.5).set_aligned(false)},
+      {"33 channels, many tiles, max", {2, 33, 130, 125}, 300,
+       RoIAlignOptions().set_output_size(7).set_spatial_scale(0.25).set_sampling_ratio(2).set_pool_mode(M::Max)},
+      {"70 channels, adaptive at 1/8", {3, 70, 64, 90}, 250,
+       RoIAlignOptions().set_output_size(5, 6).set_spatial_scale(0.125)},
+      {"70 channels, fixed 3, legacy, max", {2, 70, 40, 37}, 200,
+       RoIAlignOptions().set_output_size(4, 3).set_spatial_scale(0.5).set_sampling_ratio(3).set_aligned(false)
+           .set_pool_mode(M::Max)},
+      {"a map smaller than a tile, adaptive, max", {3, 7, 5, 3}, 60,
+       RoIAlignOptions().set_output_size(2).set_pool_mode(M::Max)},
+      {"one pixel, fixed 1", {2, 4, 1, 1}, 20, RoIAlignOptions().set_output_size(2, 3).set_sampling_ratio(1)},
+  };
+  uint64_t seed = 500;
+  for (const GatherCase& c : cases) {
+    for (DType dtype : {kFloat32, kFloat64}) {
+      CAPTURE(c.what);
+      CAPTURE(dtype);
+      Generator g(seed++);
+      const double scale = c.options.spatial_scale;
+      const Tensor x = randn(c.input, dtype, &g);
+      const Tensor rois = awkward_rois(c.rois, c.input[0], c.input[2] / scale, c.input[3] / scale, seed++).to(dtype);
+      const Tensor upstream = randn({c.rois, c.input[1], c.options.pooled_h, c.options.pooled_w}, dtype, &g);
+      const InputGrads grads = input_grads(x, rois, upstream, c.options);
+      REQUIRE(max_abs_diff(grads.cpu, zeros_like(grads.cpu)) > 0);  // not vacuous
+      CHECK(test::same_bits(grads.cuda, grads.cpu));
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic input gradient with K = 0 writes zeros") {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    for (const RoiPoolMode mode : {RoiPoolMode::Avg, RoiPoolMode::Max}) {
+      const Tensor x = random({2, 5, 6, 7}, dtype, 7);
+      const auto options = RoIAlignOptions().set_output_size(2).set_pool_mode(mode);
+      const InputGrads grads = input_grads(x, zeros({0, 5}, dtype), zeros({0, 5, 2, 2}, dtype), options);
+      CHECK(test::same_bits(grads.cuda, zeros_like(x)));
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic backward on a detector-sized workload equals the CPU bit for bit") {
+  // Through the public op: 500 boxes over two 50 x 68 maps at stride 4 (random_rois: 20% to 90% of the map),
+  // so every tile of dx receives from many RoIs; twice, for identical bits from run to run too.
+  DeterministicGuard deterministic;
+  for (DType dtype : {kFloat32, kFloat64}) {
+    CAPTURE(dtype);
+    const Tensor x = random({2, 64, 50, 68}, dtype, 80);
+    const Tensor rois = rois_of(random_rois(500, 2, 50, 68, 0.25, 81, dtype));
+    const Tensor upstream = random({500, 64, 7, 7}, dtype, 82);
+    const auto options = RoIAlignOptions().set_output_size(7).set_spatial_scale(0.25).set_sampling_ratio(2);
+    Tensor grads[3];
+    for (int run = 0; run < 3; ++run) {
+      const Tensor leaf = (run == 0 ? x.clone() : x.cuda()).requires_grad_();
+      roi_align(leaf, run == 0 ? rois : rois.cuda(), options).backward(run == 0 ? upstream : upstream.cuda());
+      grads[run] = leaf.grad().cpu();
+    }
+    REQUIRE(max_abs_diff(grads[0], zeros_like(grads[0])) > 0);
+    CHECK(test::same_bits(grads[1], grads[0]));
+    CHECK(test::same_bits(grads[2], grads[1]));
+  }
 }
 
 MINIDET_CUDA_TEST_CASE("errors/roi_align: device mismatch and bad values found on the GPU") {

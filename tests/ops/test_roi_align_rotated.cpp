@@ -262,8 +262,9 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align_rotated: forward and input gradient match
         y.backward(upstream.to(x.device()));
         results[device] = {y.detach().cpu(), x.grad().cpu()};
       }
-      // Sample positions may differ in the last bit (fused multiply-adds, sin/cos), and the atomic scatter
-      // adds in another order: float32 tolerances for sums of O(1) values over a few hundred samples.
+      // Sample positions may differ in the last bit (sin/cos), the forward's sums of products round
+      // differently (the GPU fuses them) and the atomic scatter adds in another order: float32 tolerances
+      // for sums of O(1) values over a few hundred samples.
       const double tolerance = dtype == kFloat32 ? 1e-4 : 1e-10;
       CHECK(minidet::test::allclose(results[1][0], results[0][0], tolerance, tolerance));
       CHECK(minidet::test::allclose(results[1][1], results[0][1], tolerance, tolerance));
@@ -292,7 +293,9 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align_rotated: deterministic gather gives ident
       if (round == 0) first = grad;
       else CHECK(grad == first);
     }
-    CHECK(minidet::test::allclose(from_vector<float>(first, x.sizes()), x_cpu_leaf.grad(), 1e-4, 1e-4));
+    // The gather adds in the CPU's order with the CPU's arithmetic; only sin and cos may differ in the last
+    // bit between the devices' math libraries (roi_align_rotated_kernels.h).
+    CHECK(minidet::test::allclose(from_vector<float>(first, x.sizes()), x_cpu_leaf.grad(), 1e-5, 1e-5));
   }
 }
 

@@ -1,11 +1,13 @@
-// roi_align_rotated on CUDA: the shapes that the channel-last kernels (ops/roi_align/roi_align_nhwc.cuh)
-// handle specially, against the CPU, in both backward modes (atomic and the deterministic sorted gather).
+// roi_align_rotated on CUDA: the shapes that the channel-last kernels (ops/roi_align/roi_align_nhwc.cuh) and
+// the deterministic tile gather (ops/roi_align/roi_align_gather.cuh) handle specially, against the CPU, in
+// both backward modes (atomic, and deterministic: the CPU's order, the same bits every run).
 //   - channels that are not a multiple of the warp (32) or of a slab (256 = 32 lanes x 8 channels each);
+//   - maps smaller than one tile of the gather and larger than many;
 //   - RoIs partly or entirely outside the map (samples in the border band, samples that read 0), zero-size
 //     and inverted RoIs;
-//   - adaptive sampling (per-RoI grids, and the deterministic mode's entry count read back from the device);
+//   - adaptive sampling (per-RoI grids), legacy (aligned = false) boxes, both angle directions;
 //   - RoIs on the last image of a batch (the batch offset into the NHWC copy);
-//   - K = 0; float32 and float64 throughout.
+//   - K = 0; a detector-sized workload; float32 and float64 throughout.
 #include <cmath>
 #include <random>
 #include <string>
@@ -75,6 +77,11 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align_rotated: channel-last edge shapes match t
        RoIAlignRotatedOptions().set_output_size(4).set_sampling_ratio(3)},
       {"adaptive at scale 1/8, large grids", {2, 40, 12, 10}, 30,
        RoIAlignRotatedOptions().set_output_size(5, 3).set_spatial_scale(0.125).set_sampling_ratio(0)},
+      {"70 channels on maps of many tiles", {2, 70, 70, 90}, 120,
+       RoIAlignRotatedOptions().set_output_size(7).set_spatial_scale(0.25).set_sampling_ratio(2)},
+      {"33 channels, legacy adaptive, clockwise, many tiles", {3, 33, 50, 41}, 100,
+       RoIAlignRotatedOptions().set_output_size(4, 6).set_spatial_scale(0.5).set_aligned(false).set_clockwise(true)},
+      {"one pixel", {2, 5, 1, 1}, 20, RoIAlignRotatedOptions().set_output_size(2).set_sampling_ratio(1)},
   };
   uint64_t seed = 300;
   for (const Case& c : cases) {
@@ -88,17 +95,19 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align_rotated: channel-last edge shapes match t
       const Tensor upstream = randn({c.rois, c.input[1], c.options.pooled_h, c.options.pooled_w}, dtype, &g);
       const Pass cpu = run_on(Device::cpu(), false, x, rois, upstream, c.options);
       REQUIRE(test::max_abs_diff(cpu.grad, zeros_like(cpu.grad)) > 0);  // not vacuous
-      // Float32: sample positions may differ in the last bit (fused multiply-adds, sin/cos) and sums run in
-      // another order; float64 leaves only rounding.
+      // Sample positions may differ in the last bit (sin/cos, roi_align_rotated_kernels.h), the forward's
+      // sums of products round differently (the GPU fuses them) and the atomics add in any order.
       const double tolerance = dtype == kFloat32 ? 1e-4 : 1e-10;
       const Pass atomic = run_on(Device::cuda(), false, x, rois, upstream, c.options);
       CHECK(test::allclose(atomic.output, cpu.output, tolerance, tolerance));
       CHECK(test::allclose(atomic.grad, cpu.grad, tolerance, tolerance));
-      const Pass sorted = run_on(Device::cuda(), true, x, rois, upstream, c.options);
+      // The gather adds every term in the CPU's order with the CPU's arithmetic: the CPU's result up to the
+      // devices' sin and cos, and the same bits every run.
+      const Pass gather = run_on(Device::cuda(), true, x, rois, upstream, c.options);
       const Pass again = run_on(Device::cuda(), true, x, rois, upstream, c.options);
-      CHECK(test::allclose(sorted.grad, cpu.grad, tolerance, tolerance));
-      CHECK(test::max_abs_diff(sorted.grad, again.grad) == 0);  // bit for bit (no NaN here)
-      CHECK(test::max_abs_diff(sorted.output, atomic.output) == 0);  // the forward does not depend on the mode
+      CHECK(test::allclose(gather.grad, cpu.grad, tolerance, tolerance));
+      CHECK(test::same_bits(again.grad, gather.grad));
+      CHECK(test::max_abs_diff(gather.output, atomic.output) == 0);  // the forward does not depend on the mode
     }
   }
 }
@@ -121,5 +130,25 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align_rotated: K equal to 0 and rois entirely o
       CHECK(test::max_abs_diff(far.output, zeros_like(far.output)) == 0);
       CHECK(test::max_abs_diff(far.grad, zeros_like(x)) == 0);
     }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align_rotated: deterministic backward on a detector-sized workload, the same bits twice") {
+  // 500 rotated boxes, many overlapping, over two 50 x 68 maps at stride 4: the CPU's result (up to the
+  // devices' sin and cos) and identical bits from run to run.
+  for (DType dtype : {kFloat32, kFloat64}) {
+    CAPTURE(dtype);
+    Generator g(410);
+    const Tensor x = randn({2, 64, 50, 68}, dtype, &g);
+    const Tensor rois = awkward_rois(500, 2, 200, 272, 411).to(dtype);
+    const Tensor upstream = randn({500, 64, 7, 7}, dtype, &g);
+    const auto options = RoIAlignRotatedOptions().set_output_size(7).set_spatial_scale(0.25).set_sampling_ratio(2);
+    const Pass cpu = run_on(Device::cpu(), false, x, rois, upstream, options);
+    const Pass first = run_on(Device::cuda(), true, x, rois, upstream, options);
+    const Pass second = run_on(Device::cuda(), true, x, rois, upstream, options);
+    REQUIRE(test::max_abs_diff(cpu.grad, zeros_like(cpu.grad)) > 0);
+    const double tolerance = dtype == kFloat32 ? 1e-4 : 1e-10;
+    CHECK(test::allclose(first.grad, cpu.grad, tolerance, tolerance));
+    CHECK(test::same_bits(second.grad, first.grad));
   }
 }
