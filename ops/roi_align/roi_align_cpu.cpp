@@ -3,7 +3,8 @@
 // RoIs are processed in chunks. For a chunk, every sample of every (RoI, bin) is located once: its four
 // neighbours, bilinear weights and weight derivatives (RoiSample), stored in one flat buffer. Then all
 // channels reuse that buffer, so the geometry costs 1/C of what recomputing it per output would.
-//   forward       parallel over (RoI, channel) pairs: each writes only its own output plane.
+//   forward       parallel over (RoI, block of 8 channels): each task writes only its own output planes,
+//                 and reads each sample's geometry once for the block.
 //   grad input    parallel over (image, block of 8 channels): a thread owns those planes of the input
 //                 gradient and adds the chunk's RoIs of that image in RoI order. No atomics, no races, and
 //                 the sums run in one fixed order, so the result is deterministic.
@@ -19,7 +20,7 @@ namespace {
 
 // Samples per chunk: bounds the geometry buffer (~150 bytes per sample in float64) whatever K is.
 constexpr int64_t kSamplesPerChunk = int64_t(1) << 16;
-// Channels per backward task (see backward_input_kernel).
+// Channels per task of the forward and of the input gradient: one read of a sample's geometry serves them all.
 constexpr int64_t kChannelBlock = 8;
 
 template <typename T>
@@ -72,37 +73,45 @@ void build_chunk(const T* rois, int64_t first, int64_t end, const RoiAlignGeomet
 template <typename T>
 void forward_kernel(const T* input, const T* rois, T* output, int64_t* argmax, const RoiAlignGeometry& g) {
   const int64_t plane = g.height * g.width, bins = g.bins();
+  const int64_t blocks = (g.channels + kChannelBlock - 1) / kChannelBlock;
   const std::vector<int64_t> bounds = chunk_bounds(rois, g);
   ChunkGeometry<T> chunk;
   for (size_t b = 0; b + 1 < bounds.size(); ++b) {
     build_chunk(rois, bounds[b], bounds[b + 1], g, chunk);
-    const int64_t pairs = (chunk.end_roi - chunk.first_roi) * g.channels;
+    const int64_t tasks = (chunk.end_roi - chunk.first_roi) * blocks;
 #pragma omp parallel for schedule(static)
-    for (int64_t pair = 0; pair < pairs; ++pair) {
-      const int64_t r = pair / g.channels, c = pair % g.channels, k = chunk.first_roi + r;
+    for (int64_t task = 0; task < tasks; ++task) {
+      // A task is one RoI and a block of channels: each sample's geometry is read once for the whole block.
+      const int64_t r = task / blocks, c0 = task % blocks * kChannelBlock, k = chunk.first_roi + r;
+      const int64_t width = std::min(kChannelBlock, g.channels - c0);
       const RoiBox<T>& box = chunk.boxes[r];
-      const T* features = input + (box.batch * g.channels + c) * plane;
+      const T* features = input + (box.batch * g.channels + c0) * plane;  // channel c0 + i at i * plane
       const RoiSample<T>* sample = chunk.samples.data() + chunk.sample_start[r];
-      T* out = output + (k * g.channels + c) * bins;
-      int64_t* arg = argmax ? argmax + (k * g.channels + c) * bins : nullptr;
+      T* out = output + (k * g.channels + c0) * bins;  // channel c0 + i at i * bins
+      int64_t* arg = argmax ? argmax + (k * g.channels + c0) * bins : nullptr;
       const int64_t count = box.count();
       for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
-        if (!g.max_mode) {
-          T sum = 0;
-          for (int64_t s = 0; s < count; ++s) sum += bilinear_interpolate(sample[s].bilinear, features);
-          out[bin] = sum / T(count);
-        } else {
-          T best = bilinear_interpolate(sample[0].bilinear, features);
-          int64_t best_index = 0;
-          for (int64_t s = 1; s < count; ++s) {
-            const T v = bilinear_interpolate(sample[s].bilinear, features);
-            if (max_sample_wins(v, best)) {
-              best = v;
-              best_index = s;
+        // Per channel, the samples in order: avg sums them from 0 then divides by the count; max keeps
+        // the first sample that wins (max_sample_wins), starting from sample 0.
+        T value[kChannelBlock];
+        int64_t best_index[kChannelBlock] = {};
+        for (int64_t i = 0; i < width; ++i)
+          value[i] = g.max_mode ? bilinear_interpolate(sample[0].bilinear, features + i * plane) : T(0);
+        for (int64_t s = g.max_mode ? 1 : 0; s < count; ++s) {
+          const BilinearSample<T>& w = sample[s].bilinear;
+          for (int64_t i = 0; i < width; ++i) {
+            const T v = bilinear_interpolate(w, features + i * plane);
+            if (!g.max_mode) {
+              value[i] += v;
+            } else if (max_sample_wins(v, value[i])) {
+              value[i] = v;
+              best_index[i] = s;
             }
           }
-          out[bin] = best;
-          arg[bin] = best_index;
+        }
+        for (int64_t i = 0; i < width; ++i) {
+          out[i * bins + bin] = g.max_mode ? value[i] : value[i] / T(count);
+          if (g.max_mode) arg[i * bins + bin] = best_index[i];
         }
       }
     }
