@@ -50,7 +50,7 @@ struct ConvWindow {
 // The default bounds. On a GPU, larger chunks make fewer and fuller GEMMs. On the CPU the GEMM runs image by
 // image whatever the chunk, and a buffer above glibc's mmap threshold (at most 32 MiB) is mapped afresh at
 // every call, each of its pages a fault the kernel zero-fills; a chunk under it reuses the heap's memory
-// (core/allocator.h's retain_freed_host_memory). On the detector's CPU step that took a quarter of the time.
+// (core/allocator.h's retain_freed_host_memory).
 constexpr int64_t kCudaColumnBytes = int64_t(64) << 20;
 constexpr int64_t kCpuColumnBytes = int64_t(16) << 20;
 
