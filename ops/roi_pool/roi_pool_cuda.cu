@@ -1,11 +1,17 @@
 // CUDA RoIPool kernels, same bins and tie rule as the CPU (roi_pool_kernels.h).
-//   forward:               one thread per output element (k, c, p, q) scans its bin. (A channel-last
-//                          forward, one warp per bin as RoIAlign's, was slower here: a max over a bin reads
-//                          each pixel once per bin, and this order's neighbouring bins share cache lines.)
+//   forward:               one thread per output element (k, c, p, q) scans its bin, in 32-bit index
+//                          arithmetic when the tensors allow. Two other layouts were slower: a channel-last
+//                          forward, one warp per bin as RoIAlign's (a max over a bin reads each pixel once
+//                          per bin, and this order's neighbouring bins share cache lines), and one warp per
+//                          RoI row of bins reading whole rows of the plane, coalesced, into column maxima
+//                          (the per-warp set-up and the merge of each bin's columns cost more than the
+//                          scattered reads they save).
 //   backward (default):    one thread per output element atomically adds dy at its argmax in dx (NCHW,
 //                          zeroed first). Consecutive threads are neighbouring bins of one plane, so their
 //                          reads are coalesced and their atomics land near each other.
 //   backward (determin.):  roi_pool_deterministic_cuda.cu.
+#include <algorithm>
+
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
@@ -15,17 +21,18 @@
 namespace minidet::ops::detail {
 namespace {
 
-template <typename T>
-__global__ void forward_kernel(int64_t n, const T* input, const T* rois, T* output, int64_t* argmax,
+template <typename T, typename Index>
+__global__ void forward_kernel(Index n, const T* input, const T* rois, T* output, int64_t* argmax,
                                RoIPoolGeometry g) {
-  MINIDET_KERNEL_LOOP(e, n) {
-    const int64_t q = e % g.pooled_width, p = (e / g.pooled_width) % g.pooled_height;
-    const int64_t c = (e / (g.pooled_width * g.pooled_height)) % g.channels;
-    const int64_t k = e / (g.pooled_width * g.pooled_height * g.channels);
+  const Index pooled_w = Index(g.pooled_width), pooled_h = Index(g.pooled_height), channels = Index(g.channels);
+  const Index plane_size = Index(g.height * g.width);
+  for (Index e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += Index(blockDim.x) * gridDim.x) {
+    const Index q = e % pooled_w, bin_row = e / pooled_w, p = bin_row % pooled_h, plane = bin_row / pooled_h;
+    const Index c = plane % channels, k = plane / channels;
     const T* roi = rois + k * 5;
-    const int64_t batch = static_cast<int64_t>(roi[0]);
-    const T* plane = input + (batch * g.channels + c) * g.height * g.width;
-    roi_pool_bin_max(plane, g.width, roi_pool_bin(roi, g, p, q), &output[e], &argmax[e]);
+    const Index batch = static_cast<Index>(roi[0]);
+    roi_pool_bin_max(input + (batch * channels + c) * plane_size, Index(g.width), roi_pool_bin(roi, g, p, q),
+                     &output[e], &argmax[e]);
   }
 }
 
@@ -50,8 +57,12 @@ void roi_pool_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor
   const int64_t n = output.numel();
   if (n == 0) return;
   MINIDET_DISPATCH_FLOATING(input.dtype(), "roi_pool", [&] {
-    forward_kernel<scalar_t><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-        n, input.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(), argmax.data<int64_t>(), g);
+    // 32-bit index arithmetic when both the outputs and the input's offsets fit (n >= K * 5 as PH, PW, C >= 1).
+    roi_nhwc::with_index(std::max(n, input.numel()), [&](auto index) {
+      using Index = decltype(index);
+      forward_kernel<scalar_t, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+          Index(n), input.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(), argmax.data<int64_t>(), g);
+    });
     MINIDET_CUDA_LAUNCH_CHECK("roi_pool forward_kernel");
   });
 }

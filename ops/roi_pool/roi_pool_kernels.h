@@ -95,23 +95,25 @@ MINIDET_HOST_DEVICE inline bool roi_pool_replaces(T v, T best) {
 
 // The maximum of one bin of a plane and its flat index (roi_pool.h's tie and NaN rules): start from the
 // bin's first pixel and replace only on a strictly greater value, or on the first NaN. An empty bin gives
-// (0, -1).
-template <typename T>
-MINIDET_HOST_DEVICE inline void roi_pool_bin_max(const T* plane, int64_t width, const RoIPoolBin& bin, T* value,
+// (0, -1). Index is the type of the in-plane arithmetic: the CUDA forward uses 32 bits when the whole input
+// fits (64-bit integer division and multiplication are emulated in several instructions on the GPU).
+template <typename T, typename Index = int64_t>
+MINIDET_HOST_DEVICE inline void roi_pool_bin_max(const T* plane, Index width, const RoIPoolBin& bin, T* value,
                                                  int64_t* index) {
   if (bin.empty()) {
     *value = T(0);
     *index = -1;
     return;
   }
-  T best = plane[bin.y0 * width + bin.x0];
-  int64_t best_index = bin.y0 * width + bin.x0;
-  for (int64_t y = bin.y0; y < bin.y1; ++y)
-    for (int64_t x = bin.x0; x < bin.x1; ++x) {
-      const T v = plane[y * width + x];
+  const Index y0 = Index(bin.y0), y1 = Index(bin.y1), x0 = Index(bin.x0), x1 = Index(bin.x1);
+  Index best_index = y0 * width + x0;
+  T best = plane[best_index];
+  for (Index y = y0; y < y1; ++y)
+    for (Index x = x0, i = y * width + x0; x < x1; ++x, ++i) {
+      const T v = plane[i];
       if (roi_pool_replaces(v, best)) {
         best = v;
-        best_index = y * width + x;
+        best_index = i;
       }
     }
   *value = best;
