@@ -56,7 +56,7 @@ def print_counts(minidet_rows, rows):
     if not fields:
         return
     print("\n== counts per run, minidet / PyTorch (n/a: not measured) ==")
-    print(f"{'bench':<16} {'shape':<34} {'pass':<8} " + " ".join(f"{f:>22}" for f in fields))
+    print(f"{'bench':<16} {'shape':<34} {'pass':<12} " + " ".join(f"{f:>22}" for f in fields))
     for r, m in pairs:
         cells = []
         for f in fields:
@@ -64,7 +64,7 @@ def print_counts(minidet_rows, rows):
             if f == "peak_bytes":
                 mine, theirs = [None if v is None else round(v / 2**20, 1) for v in (mine, theirs)]
             cells.append(f"{'n/a' if mine is None else mine} / {'n/a' if theirs is None else theirs}".rjust(22))
-        print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<8} " + " ".join(cells))
+        print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<12} " + " ".join(cells))
 
 
 def load_minidet(path, benches, device_name):
@@ -85,9 +85,9 @@ def load_minidet(path, benches, device_name):
 
 
 def print_rows(rows):
-    print(f"{'bench':<16} {'impl':<14} {'shape':<34} {'pass':<8} {'median_ms':>10}")
+    print(f"{'bench':<16} {'impl':<14} {'shape':<34} {'pass':<12} {'median_ms':>10}")
     for r in rows:
-        print(f"{r['bench']:<16} {r['impl']:<14} {r['shape']:<34} {r['pass']:<8} {r['median_ms']:>10.4f}")
+        print(f"{r['bench']:<16} {r['impl']:<14} {r['shape']:<34} {r['pass']:<12} {r['median_ms']:>10.4f}")
     for r in rows:
         print(json.dumps(r))
 
@@ -95,7 +95,7 @@ def print_rows(rows):
 def print_ratios(minidet, rows, device_name):
     """For each minidet GPU row, the ratio minidet_ms / torch_ms against every impl timed on the same key."""
     print("\n== ratio minidet / PyTorch (median ms; < 1 means minidet is faster) ==")
-    print(f"{'bench':<16} {'shape':<34} {'pass':<8} {'minidet':>9} {'impl':<14} {'torch':>9} {'ratio':>6}")
+    print(f"{'bench':<16} {'shape':<34} {'pass':<12} {'minidet':>9} {'impl':<14} {'torch':>9} {'ratio':>6}")
     for r in rows:
         key = (r["bench"], r["shape"], r["pass"])
         if key not in minidet:
@@ -104,9 +104,9 @@ def print_ratios(minidet, rows, device_name):
         if m is None or r.get("reached") is False:
             missed = " and ".join(name for name, row_missed in (("minidet", m is None), (r["impl"], r.get("reached") is False))
                                   if row_missed)
-            print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<8} no ratio: {missed} never reached the target")
+            print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<12} no ratio: {missed} never reached the target")
             continue
-        print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<8} {m:>9.4f} {r['impl']:<14} {t:>9.4f} {m / t:>6.2f}")
+        print(f"{r['bench']:<16} {r['shape']:<34} {r['pass']:<12} {m:>9.4f} {r['impl']:<14} {t:>9.4f} {m / t:>6.2f}")
         print(json.dumps({"bench": r["bench"] + "_ratio", "device": device_name, "shape": r["shape"],
                           "pass": r["pass"], "impl": r["impl"], "minidet_ms": m, "torch_ms": t,
                           "ratio": round(m / t, 3)}))

@@ -7,7 +7,9 @@
 // The RoIs come from a 64-bit LCG that bench/roi_ops_torch.py reproduces exactly, so both programs time
 // the same boxes: sizes uniform in [8, img/2] pixels, placed uniformly inside the image, batch k % N.
 // "fwd" runs under no-grad; "fwd+bwd" backpropagates a fixed random gradient to the features (the rois
-// are proposals: constant, as in training). "fwd+bwd det" is the same under DeterministicMode.
+// are proposals: constant, as in training). "fwd+bwd det" is the same under DeterministicMode. "fwd
+// nocheck" is "fwd" with check_roi_values off: no check of the rows' values and so no host synchronisation,
+// as in torchvision, which checks nothing (the detector calls the ops this way on its own proposals).
 // bench/roi_ops_torch.py times torchvision on the same rows and prints the ratio. Never asserted.
 // roi_pool is timed on the same boxes (7x7, no sampling); torchvision's roi_pool rounds the box to integers
 // where minidet's does not, so the two compute slightly different bins at the same cost. roi_align_rotated
@@ -87,23 +89,25 @@ Tensor rotated_rois(const Workload& wl) {
 struct RoiOp {
   std::string bench;
   std::function<Tensor(const Workload&)> make_rois;
-  std::function<Tensor(const Tensor& input, const Tensor& rois, const Workload&)> apply;
+  // check: check_roi_values (the rows' values, one host synchronisation on CUDA).
+  std::function<Tensor(const Tensor& input, const Tensor& rois, const Workload&, bool check)> apply;
 };
 
 const std::vector<RoiOp> kOps = {
     {"roi_align", axis_aligned_rois,
-     [](const Tensor& x, const Tensor& rois, const Workload& wl) {
+     [](const Tensor& x, const Tensor& rois, const Workload& wl, bool check) {
        return roi_align(x, rois, RoIAlignOptions().set_output_size(wl.pooled).set_spatial_scale(wl.scale)
-                                     .set_sampling_ratio(wl.sampling).set_aligned(true));
+                                     .set_sampling_ratio(wl.sampling).set_aligned(true).set_check_roi_values(check));
      }},
     {"roi_pool", axis_aligned_rois,
-     [](const Tensor& x, const Tensor& rois, const Workload& wl) {
-       return roi_pool(x, rois, {wl.pooled, wl.pooled}, wl.scale);
+     [](const Tensor& x, const Tensor& rois, const Workload& wl, bool check) {
+       return roi_pool(x, rois, {wl.pooled, wl.pooled}, wl.scale, check);
      }},
     {"roi_align_rotated", rotated_rois,
-     [](const Tensor& x, const Tensor& rois, const Workload& wl) {
+     [](const Tensor& x, const Tensor& rois, const Workload& wl, bool check) {
        return roi_align_rotated(x, rois, RoIAlignRotatedOptions().set_output_size(wl.pooled).set_spatial_scale(wl.scale)
-                                             .set_sampling_ratio(wl.sampling).set_aligned(true));
+                                             .set_sampling_ratio(wl.sampling).set_aligned(true)
+                                             .set_check_roi_values(check));
      }},
 };
 
@@ -116,19 +120,19 @@ struct Run {
     x = randn({w.n, w.c, w.h, w.w}, kFloat32, &g).to(device).requires_grad_();
     rois = o.make_rois(w).to(device);
     NoGradGuard shape_only;
-    grad = randn(o.apply(x, rois, w).sizes(), kFloat32, &g).to(device);
+    grad = randn(o.apply(x, rois, w, true).sizes(), kFloat32, &g).to(device);
   }
-  void forward() {
+  void forward(bool check) {
     NoGradGuard inference;
-    (void)op->apply(x, rois, *wl);
+    (void)op->apply(x, rois, *wl, check);
   }
   void forward_backward() {
     x.set_grad(Tensor());
-    op->apply(x, rois, *wl).backward(grad);
+    op->apply(x, rois, *wl, true).backward(grad);
   }
 };
 
-const char* kPasses[3] = {"fwd", "fwd+bwd", "fwd+bwd det"};
+const char* kPasses[4] = {"fwd", "fwd nocheck", "fwd+bwd", "fwd+bwd det"};
 
 void time_all(const std::string& device_name, const Device& device,
               const std::function<double(const std::function<void()>&)>& time_ms) {
@@ -136,9 +140,9 @@ void time_all(const std::string& device_name, const Device& device,
   for (const RoiOp& op : kOps) {
     for (const Workload& wl : kWorkloads) {
       Run run(op, wl, device);
-      for (int pass = 0; pass < 3; ++pass) {
-        DeterministicGuard deterministic(pass == 2);
-        const double ms = time_ms([&] { pass ? run.forward_backward() : run.forward(); });
+      for (int pass = 0; pass < 4; ++pass) {
+        DeterministicGuard deterministic(pass == 3);
+        const double ms = time_ms([&] { pass >= 2 ? run.forward_backward() : run.forward(pass == 0); });
         std::printf("%-18s %-34s %-12s %10.3f\n", op.bench.c_str(), wl.label().c_str(), kPasses[pass], ms);
         emit(op.bench, device_name, wl.label(), kPasses[pass], ms);
       }

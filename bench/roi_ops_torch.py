@@ -7,7 +7,7 @@
 A table of ops x workloads (OPS x WORKLOADS below, the same rows as bench_roi_ops.cpp; the RoIs come from
 the same 64-bit LCG, so both sides time identical boxes). float32; "fwd" under no_grad, "fwd+bwd"
 backpropagates a fixed random gradient to the features. CUDA events, 10 warm-up runs, median of --reps.
-It also times torchvision's CPU kernels with ONE thread (impl "torchvision-cpu-1t", device "cpu", a few
+Its "fwd" row is also the peer of minidet's "fwd nocheck" (torchvision checks no roi values). It also times torchvision's CPU kernels with ONE thread (impl "torchvision-cpu-1t", device "cpu", a few
 runs, printed before the GPU table) for comparison with bench_roi_ops' CPU rows. Needs torch and torchvision; says so and exits 0
 without them. The common parts are in bench_common.py.
 """
@@ -109,6 +109,10 @@ def run_torch(torch, reps):
                         torch.set_num_threads(threads)
                     (rows if device == "cuda" else cpu_rows).append({"bench": bench, "impl": impl, "device": dev, "shape": label(wl), "pass": pass_name,
                                  "median_ms": round(ms, 4)})
+                    if pass_name == "fwd" and device == "cuda":
+                        # torchvision checks no roi values: its one forward is the peer of minidet's
+                        # "fwd nocheck" (check_roi_values off) too.
+                        rows.append(dict(rows[-1], **{"pass": "fwd nocheck"}))
     print("== torchvision on the CPU, one thread, median of 3 ==")
     print_rows(cpu_rows)
     return device_name, rows

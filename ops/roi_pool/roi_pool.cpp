@@ -14,10 +14,10 @@ constexpr const char* kOp = "roi_pool";
 using ops::detail::RoIPoolGeometry;
 
 RoIPoolGeometry make_geometry(const Tensor& input, const Tensor& rois, std::array<int64_t, 2> output_size,
-                              double spatial_scale) {
+                              double spatial_scale, bool check_roi_values) {
   ops::check_roi_input(kOp, input);
   ops::check_roi_pooling(kOp, output_size[0], output_size[1], spatial_scale);
-  ops::check_rois(kOp, input, rois, 5);
+  ops::check_rois(kOp, input, rois, 5, check_roi_values);
   RoIPoolGeometry g;
   g.num_rois = rois.size(0);
   g.channels = input.size(1);
@@ -46,8 +46,8 @@ Tensor roi_pool_backward_raw(const Tensor& grad_output, const Tensor& rois, cons
 }  // namespace
 
 RoIPoolResult roi_pool_with_argmax(const Tensor& input_any, const Tensor& rois_any, std::array<int64_t, 2> output_size,
-                                   double spatial_scale) {
-  const RoIPoolGeometry g = make_geometry(input_any, rois_any, output_size, spatial_scale);
+                                   double spatial_scale, bool check_roi_values) {
+  const RoIPoolGeometry g = make_geometry(input_any, rois_any, output_size, spatial_scale, check_roi_values);
   RoIPoolResult result;
   Tensor rois;
   {
@@ -75,8 +75,9 @@ RoIPoolResult roi_pool_with_argmax(const Tensor& input_any, const Tensor& rois_a
   return result;
 }
 
-Tensor roi_pool(const Tensor& input, const Tensor& rois, std::array<int64_t, 2> output_size, double spatial_scale) {
-  return roi_pool_with_argmax(input, rois, output_size, spatial_scale).output;
+Tensor roi_pool(const Tensor& input, const Tensor& rois, std::array<int64_t, 2> output_size, double spatial_scale,
+                bool check_roi_values) {
+  return roi_pool_with_argmax(input, rois, output_size, spatial_scale, check_roi_values).output;
 }
 
 }  // namespace minidet

@@ -33,6 +33,9 @@
 //
 // Validation (ops/common/roi_checks.h): input 4-D floating; rois (K, 5), same dtype and device, finite
 // coordinates, integer batch indices in [0, N); output size >= 1; spatial_scale finite and > 0.
+// check_roi_values = false skips the check of the rows' values and with it the op's one host
+// synchronisation on CUDA, as RoIAlignOptions::check_roi_values does: only for rows the caller built and
+// vouches for; a bad row then reads outside the input, as in torchvision's kernel, which checks nothing.
 //
 // CUDA backward: by default one thread per output element with atomicAdd into dx. Under DeterministicMode
 // a gather instead gives each tile of dx (and 32 channels) one warp that visits only the RoIs and bins
@@ -54,8 +57,8 @@ struct RoIPoolResult {
 
 // output_size = {PH, PW}.
 RoIPoolResult roi_pool_with_argmax(const Tensor& input, const Tensor& rois, std::array<int64_t, 2> output_size,
-                                   double spatial_scale = 1.0);
+                                   double spatial_scale = 1.0, bool check_roi_values = true);
 Tensor roi_pool(const Tensor& input, const Tensor& rois, std::array<int64_t, 2> output_size,
-                double spatial_scale = 1.0);
+                double spatial_scale = 1.0, bool check_roi_values = true);
 
 }  // namespace minidet

@@ -148,6 +148,18 @@ TEST_CASE("values/roi_pool: rois get a zero gradient and K or N equal to 0 give 
   CHECK(no_images.grad().sizes() == Shape{0, 3, 5, 5});
 }
 
+TEST_CASE("values/roi_pool: check_roi_values off skips only the value check") {
+  const Tensor x = distinct({2, 3, 9, 11}, 3);
+  const Tensor rois = from_vector<double>({0, 0.3, 0.6, 13.2, 9.7, 1, 4.0, 2.5, 20.0, 16.0}, {2, 5});
+  const RoIPoolResult checked = roi_pool_with_argmax(x, rois, {3, 2}, 0.5);
+  const RoIPoolResult unchecked = roi_pool_with_argmax(x, rois, {3, 2}, 0.5, /*check_roi_values=*/false);
+  CHECK(unchecked.output.to_vector<double>() == checked.output.to_vector<double>());
+  CHECK(unchecked.argmax.to_vector<int64_t>() == checked.argmax.to_vector<int64_t>());
+  // The shape checks still run; only the rows' values go unchecked.
+  CHECK_THROWS_CONTAINING(roi_pool(x, zeros({2, 4}, kFloat64), {3, 2}, 0.5, false), "roi_pool");
+  CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({2, 0, 0, 1, 1}, {1, 5}), {3, 2}, 0.5), "rois row 0");
+}
+
 TEST_CASE("gradcheck/roi_pool: fractional RoIs on two images at several scales in float64") {
   struct Case {
     std::string what;
