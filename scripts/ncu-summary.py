@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
-"""Sums an ncu CSV (--metrics gpu__time_duration.sum --csv) by kernel: where a training step's GPU time goes.
+"""Sums an ncu CSV by kernel: where a training step's GPU time goes, and the floor under it.
 
-    ncu --launch-skip 20000 --launch-count 2500 --metrics gpu__time_duration.sum --csv \
+    ncu --launch-skip 20000 --launch-count 2500 --csv --cache-control none \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,... \
         minidet train --device cuda ... > kernels.csv
-    python3 scripts/ncu-summary.py kernels.csv [--top 25]
+    python3 scripts/ncu-summary.py kernels.csv [--top 25] [--dram-tbs 4.8 --fp32-tflops 66.9]
 
-ncu serialises the kernels and flushes the caches before each one, so the times are upper bounds (a few
-microseconds more per small kernel than in a real run); the counts and the ranking are what matter.
-scripts/gpu-check.sh's `profile` part runs both steps.
+scripts/gpu-check.sh's `profile` part runs both. ncu serialises the kernels, so the times are upper bounds
+(a few microseconds more per small kernel than in a real run); the counts and the ranking are what matter.
+
+The floor. Given the metrics of FLOOR_METRICS, each kernel also gets its minimal time: the longer of its DRAM
+traffic at the GPU's peak bandwidth and its FP32 operations (an FFMA counts 2) at the GPU's peak FP32 rate,
+the two roofs of the roofline model (Williams, Waterman and Patterson, CACM 2009). That is what the same
+work would take on an ideal machine, with no latency, launch or occupancy cost; the sum over the kernels is
+the floor of the step for this sequence of kernels. "busiest unit" is a second, looser view from ncu's own
+speed-of-light figures: each kernel's time scaled by the higher of its compute and memory throughput (in
+% of peak), i.e. its time had its busiest unit run at 100%. With --cache-control none the DRAM bytes are
+those of a run with a warm L2, as in a real step.
 """
 import argparse
 import collections
@@ -15,31 +24,88 @@ import csv
 import sys
 
 UNIT_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
+UNIT_TO_BYTES = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+FLOP_METRICS = {  # metric: FLOPs per thread instruction
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 2,
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 1,
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": 1,
+}
+BYTE_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+SOL_METRICS = ("sm__throughput.avg.pct_of_peak_sustained_elapsed",
+               "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")
+FLOOR_METRICS = ",".join(("gpu__time_duration.sum",) + BYTE_METRICS + tuple(FLOP_METRICS) + SOL_METRICS)
+
+
+def number(text):
+    return float(text.replace(",", "")) if text.strip() not in ("", "n/a") else 0.0
+
+
+def read_launches(path):
+    """One dict per launch: name and {metric: value in us, bytes, count or %}."""
+    rows = list(csv.reader(open(path, newline="")))
+    header_at = next((i for i, r in enumerate(rows) if r and r[0] == "ID"), None)
+    if header_at is None:
+        sys.exit(f"{path}: no ncu CSV header (a line starting with \"ID\"); did ncu run?")
+    column = {name: j for j, name in enumerate(rows[header_at])}
+    launches = collections.OrderedDict()
+    for r in rows[header_at + 1:]:
+        if len(r) < len(column):
+            continue
+        launch = launches.setdefault(r[column["ID"]], {"name": r[column["Kernel Name"]].split("(")[0][:90], "m": {}})
+        metric, unit, value = r[column["Metric Name"]], r[column["Metric Unit"]], number(r[column["Metric Value"]])
+        if unit in UNIT_TO_US:
+            value *= UNIT_TO_US[unit]
+        elif unit in UNIT_TO_BYTES:
+            value *= UNIT_TO_BYTES[unit]
+        launch["m"][metric] = value
+    return list(launches.values())
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--step-kernel", default="adam_many_kernel:2",
+                        help="NAME:N, a kernel launched N times per training step: the launches' steps are counted "
+                             "by it (AdamW's multi-tensor update by default)")
+    parser.add_argument("--dram-tbs", type=float, default=0.0, help="peak DRAM bandwidth, TB/s (0: no floor)")
+    parser.add_argument("--fp32-tflops", type=float, default=0.0, help="peak FP32 rate without tensor cores, TFLOP/s")
     args = parser.parse_args()
-    rows = list(csv.reader(open(args.csv, newline="")))
-    header_at = next((i for i, r in enumerate(rows) if r and r[0] == "ID"), None)
-    if header_at is None:
-        sys.exit(f"{args.csv}: no ncu CSV header (a line starting with \"ID\"); did ncu run?")
-    column = {name: j for j, name in enumerate(rows[header_at])}
-    time_us = collections.defaultdict(float)
-    launches = collections.Counter()
-    for r in rows[header_at + 1:]:
-        if len(r) < len(column) or r[column["Metric Name"]] != "gpu__time_duration.sum":
-            continue
-        name = r[column["Kernel Name"]].split("(")[0][:90]
-        time_us[name] += float(r[column["Metric Value"]].replace(",", "")) * UNIT_TO_US[r[column["Metric Unit"]]]
-        launches[name] += 1
-    total = sum(time_us.values())
-    print(f"{sum(launches.values())} kernels, {total / 1e3:.2f} ms of GPU time (ncu, serialised)")
-    print(f"{'ms':>8} {'share':>6} {'launches':>8}  kernel")
-    for name, t in sorted(time_us.items(), key=lambda kv: -kv[1])[: args.top]:
-        print(f"{t / 1e3:8.3f} {100 * t / total:5.1f}% {launches[name]:8d}  {name}")
+    launches = read_launches(args.csv)
+    floor_on = args.dram_tbs > 0 and args.fp32_tflops > 0 and all(
+        m in launches[0]["m"] for m in BYTE_METRICS + tuple(FLOP_METRICS)) if launches else False
+    per = collections.defaultdict(lambda: collections.Counter())
+    for launch in launches:
+        m, k = launch["m"], per[launch["name"]]
+        k["launches"] += 1
+        k["us"] += m.get("gpu__time_duration.sum", 0.0)
+        if floor_on:
+            dram = sum(m[b] for b in BYTE_METRICS)
+            flops = sum(m[f] * n for f, n in FLOP_METRICS.items())
+            k["bytes"] += dram
+            k["flops"] += flops
+            k["floor_us"] += max(dram / (args.dram_tbs * 1e6), flops / (args.fp32_tflops * 1e6))
+            k["busiest_us"] += m.get("gpu__time_duration.sum", 0.0) * max(m.get(s, 0.0) for s in SOL_METRICS) / 100
+    name, _, n = args.step_kernel.rpartition(":")
+    s = sum(k["launches"] for kernel, k in per.items() if name in kernel) / float(n)
+    if s == 0:
+        s = 1.0
+        print(f"no {name} launch: totals are for all the launches, not per step")
+    total = {key: sum(k[key] for k in per.values()) for key in ("us", "launches", "bytes", "flops", "floor_us", "busiest_us")}
+    print(f"{total['launches']} kernels, {total['us'] / 1e3:.2f} ms of GPU time (ncu, serialised); "
+          f"per step ({s:g} steps): {total['us'] / 1e3 / s:.3f} ms, {total['launches'] / s:.0f} launches")
+    if floor_on:
+        print(f"floor per step (DRAM at {args.dram_tbs:g} TB/s, FP32 at {args.fp32_tflops:g} TFLOP/s): "
+              f"{total['floor_us'] / 1e3 / s:.3f} ms ({total['bytes'] / 1e6 / s:.1f} MB of DRAM traffic, "
+              f"{total['flops'] / 1e9 / s:.2f} GFLOP); busiest unit at 100%: {total['busiest_us'] / 1e3 / s:.3f} ms")
+        print(f"{'ms':>8} {'share':>6} {'launches':>8} {'floor ms':>8} {'busiest':>8} {'DRAM MB':>8} {'GFLOP':>7}  kernel")
+    else:
+        print(f"{'ms':>8} {'share':>6} {'launches':>8}  kernel")
+    for name, k in sorted(per.items(), key=lambda kv: -kv[1]["us"])[: args.top]:
+        row = f"{k['us'] / 1e3:8.3f} {100 * k['us'] / total['us']:5.1f}% {k['launches']:8d}"
+        if floor_on:
+            row += f" {k['floor_us'] / 1e3:8.3f} {k['busiest_us'] / 1e3:8.3f} {k['bytes'] / 1e6:8.1f} {k['flops'] / 1e9:7.2f}"
+        print(f"{row}  {name}")
 
 
 if __name__ == "__main__":

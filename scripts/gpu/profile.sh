@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
 # Part `profile` of scripts/gpu-check.sh (sourced by it: $OUT, $summary and note() come from there).
-# ncu over about two training steps at batch 8, summed by kernel (scripts/ncu-summary.py;
+# ncu over a few training steps at batch 8, summed by kernel with the floor (scripts/ncu-summary.py;
 # PROFILE_SKIP, PROFILE_COUNT launches, PROFILE_TOP rows); not in `all`
-# Where a training step's GPU time goes, kernel by kernel: ncu over about two steps of `minidet train` at
-# batch 8 (graph nodes profiled one by one), after PROFILE_SKIP launches of warm-up. Upper bounds: ncu
-# serialises kernels and flushes caches.
-note "== profile (ncu, ${PROFILE_COUNT:-1700} launches after ${PROFILE_SKIP:-12000})"
+# Where a training step's GPU time goes, kernel by kernel, and the floor under it: ncu over a few steps of
+# `minidet train` at batch 8 (graph nodes profiled one by one), after PROFILE_SKIP launches of warm-up, with
+# the caches left warm between kernels (--cache-control none) and the clocks free (--clock-control none), as in
+# a real step. Times are upper bounds: ncu serialises the kernels. The floor needs the GPU's peaks: DRAM
+# bandwidth and FP32 rate from the data sheets of the SXM boards (H100 3.35 TB/s, H200 4.8 TB/s; 66.9 TFLOP/s
+# of FP32 without tensor cores on both: 132 SMs x 128 FP32 lanes x 2 x 1.98 GHz).
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$gpu_name" in
+  *H200*) dram_tbs=4.8 ;;
+  *H100*) dram_tbs=3.35 ;;
+  *) dram_tbs=0 ;;  # unknown board: no floor, times only
+esac
+note "== profile (ncu on $gpu_name, ${PROFILE_COUNT:-1700} launches after ${PROFILE_SKIP:-12000})"
+metrics=$(python3 -c 'import importlib.util as u; s = u.spec_from_file_location("n", "scripts/ncu-summary.py"); m = u.module_from_spec(s); s.loader.exec_module(m); print(m.FLOOR_METRICS)')
 ncu --graph-profiling node --launch-skip "${PROFILE_SKIP:-12000}" --launch-count "${PROFILE_COUNT:-1700}" \
-  --metrics gpu__time_duration.sum --csv build/gpu/examples/minidet/minidet train --device cuda \
+  --cache-control none --clock-control none --print-units base --metrics "$metrics" --csv \
+  build/gpu/examples/minidet/minidet train --device cuda \
   --out /tmp/minidet-profile --set schedule.steps=60 --set schedule.eval_every=1000 >"$OUT/kernels.csv" 2>"$OUT/profile.err"
 note "ncu exit code $?"
-python3 scripts/ncu-summary.py "$OUT/kernels.csv" --top "${PROFILE_TOP:-40}" 2>&1 | tee -a "$summary"
+python3 scripts/ncu-summary.py "$OUT/kernels.csv" --top "${PROFILE_TOP:-40}" --dram-tbs "$dram_tbs" --fp32-tflops 66.9 \
+  2>&1 | tee -a "$summary"
