@@ -7,18 +7,34 @@ namespace {
 
 constexpr int64_t kParallelAbove = 32768;
 
-template <typename T>
-void unary_loop(UnaryOp op, T* out, const T* in, const StridedIndexer<2>& ix, int64_t n, double a, double b) {
+// Each loop is compiled once per op (f is a lambda over a compile-time op code, visit_*_op in
+// elementwise_functors.h), so its body holds the op's formula and no switch. A run whose operands all have
+// step 1 takes a plain indexed walk that the compiler can vectorise: the same formula per element, so the
+// same values as the strided walk.
+template <typename T, typename F>
+void unary_loop(T* out, const T* in, const StridedIndexer<2>& ix, int64_t n, F f) {
   for_each_run(ix, n, kParallelAbove, [&](const int64_t* first, const int64_t* step, int64_t length) {
-    for (int64_t j = 0; j < length; ++j) out[first[0] + j * step[0]] = apply_unary<T>(op, in[first[1] + j * step[1]], a, b);
+    T* o = out + first[0];
+    const T* x = in + first[1];
+    if (step[0] == 1 && step[1] == 1) {
+      for (int64_t j = 0; j < length; ++j) o[j] = f(x[j]);
+    } else {
+      for (int64_t j = 0; j < length; ++j) o[j * step[0]] = f(x[j * step[1]]);
+    }
   });
 }
 
 template <typename T, typename Out, typename F>
 void binary_loop(Out* out, const T* x, const T* y, const StridedIndexer<3>& ix, int64_t n, F f) {
   for_each_run(ix, n, kParallelAbove, [&](const int64_t* first, const int64_t* step, int64_t length) {
-    for (int64_t j = 0; j < length; ++j)
-      out[first[0] + j * step[0]] = f(x[first[1] + j * step[1]], y[first[2] + j * step[2]]);
+    Out* o = out + first[0];
+    const T* p = x + first[1];
+    const T* q = y + first[2];
+    if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
+      for (int64_t j = 0; j < length; ++j) o[j] = f(p[j], q[j]);
+    } else {
+      for (int64_t j = 0; j < length; ++j) o[j * step[0]] = f(p[j * step[1]], q[j * step[2]]);
+    }
   });
 }
 
@@ -33,23 +49,33 @@ void unary_cpu(UnaryOp op, const Tensor& out, const Tensor& in, double a, double
   const Shape* strides[2] = {&out.strides(), &in.strides()};
   const StridedIndexer<2> ix = make_indexer<2>(out.sizes(), strides);
   MINIDET_DISPATCH_FLOATING(out.dtype(), "elementwise", [&] {
-    unary_loop<scalar_t>(op, out.data<scalar_t>(), in.data<scalar_t>(), ix, out.numel(), a, b);
+    visit_unary_op(op, [&](auto kind) {
+      constexpr UnaryOp kOp = decltype(kind)::value;
+      unary_loop<scalar_t>(out.data<scalar_t>(), in.data<scalar_t>(), ix, out.numel(),
+                           [a, b](scalar_t x) { return unary_formula<kOp>(x, a, b); });
+    });
   });
 }
 
 void binary_cpu(BinaryOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
   const StridedIndexer<3> ix = indexer3(out, x, y);
   MINIDET_DISPATCH_NUMERIC(out.dtype(), "elementwise", [&] {
-    binary_loop<scalar_t, scalar_t>(out.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), ix, out.numel(),
-                                    [op](scalar_t p, scalar_t q) { return apply_binary(op, p, q); });
+    visit_binary_op(op, [&](auto kind) {
+      constexpr BinaryOp kOp = decltype(kind)::value;
+      binary_loop<scalar_t, scalar_t>(out.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), ix, out.numel(),
+                                      [](scalar_t p, scalar_t q) { return binary_formula<kOp>(p, q); });
+    });
   });
 }
 
 void compare_cpu(CompareOp op, const Tensor& out, const Tensor& x, const Tensor& y) {
   const StridedIndexer<3> ix = indexer3(out, x, y);
   MINIDET_DISPATCH_ALL(x.dtype(), "compare", [&] {
-    binary_loop<scalar_t, bool>(out.data<bool>(), x.data<scalar_t>(), y.data<scalar_t>(), ix, out.numel(),
-                                [op](scalar_t p, scalar_t q) { return apply_compare(op, p, q); });
+    visit_compare_op(op, [&](auto kind) {
+      constexpr CompareOp kOp = decltype(kind)::value;
+      binary_loop<scalar_t, bool>(out.data<bool>(), x.data<scalar_t>(), y.data<scalar_t>(), ix, out.numel(),
+                                  [](scalar_t p, scalar_t q) { return compare_formula<kOp>(p, q); });
+    });
   });
 }
 

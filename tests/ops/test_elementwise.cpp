@@ -7,6 +7,7 @@
 #include "core/factories.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
+#include "ops/elementwise/elementwise_raw.h"
 #include "ops/elementwise/shared_scalar.h"
 #include "ops/elementwise/unary.h"
 #include "tests/support.h"
@@ -120,6 +121,47 @@ TEST_CASE("values/elementwise: known results") {
   Tensor labels = from_vector<int64_t>({0, 1, 2});
   CHECK((labels + 1.0).to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3});
   CHECK(maximum(labels, from_vector<int64_t>({1})).to_vector<int64_t>() == std::vector<int64_t>{1, 1, 2});
+}
+
+// The CPU loops take a plain indexed walk (which the compiler vectorises) when every operand has step 1,
+// and a strided walk otherwise. Both must give, bit for bit, the scalar formula that the CUDA kernel uses.
+template <typename T>
+void check_walks_match_formula() {
+  using ops::BinaryOp;
+  using ops::UnaryOp;
+  // (41, 37) values with the special cases mixed in, read through a transposed view (strided) and through
+  // a contiguous copy (step 1).
+  std::vector<double> raw = (randn({41 * 37}, kFloat64) * 3.0).to_vector<double>();
+  const double specials[] = {0.0, -0.0, 1.0, -1.0, 0.5, -2.5, std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
+  for (size_t i = 0; i < std::size(specials); ++i) raw[i * 97] = specials[i];
+  const Tensor strided = from_vector<double>(raw, {41, 37}).to(DTypeOf<T>::value).t();
+  const Tensor contiguous = strided.contiguous();
+  const Tensor other = (randn({37, 41}, kFloat64) + 0.25).to(DTypeOf<T>::value);
+  const std::vector<T> x = contiguous.to_vector<T>(), y = other.to_vector<T>();
+  auto expect = [](const std::vector<T>& values) { return from_vector<T>(values, {37, 41}); };
+  const double a = 0.7, b = 1.9;  // the scalar operands: PowScalar's exponent, Clamp's and InRange's bounds
+  for (int code = 0; code <= static_cast<int>(UnaryOp::Positive); ++code) {
+    const UnaryOp op = static_cast<UnaryOp>(code);
+    CAPTURE(code);
+    std::vector<T> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want[i] = ops::apply_unary<T>(op, x[i], a, b);
+    CHECK(test::same_bits(ops::detail::unary_raw("test", op, strided, a, b), expect(want)));
+    CHECK(test::same_bits(ops::detail::unary_raw("test", op, contiguous, a, b), expect(want)));
+  }
+  for (int code = 0; code <= static_cast<int>(BinaryOp::Minimum); ++code) {
+    const BinaryOp op = static_cast<BinaryOp>(code);
+    CAPTURE(code);
+    std::vector<T> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want[i] = ops::apply_binary<T>(op, x[i], y[i]);
+    CHECK(test::same_bits(ops::detail::binary_raw("test", op, strided, other), expect(want)));
+    CHECK(test::same_bits(ops::detail::binary_raw("test", op, contiguous, other), expect(want)));
+  }
+}
+
+TEST_CASE("values/elementwise: contiguous and strided walks give the scalar formula's bits for every op") {
+  check_walks_match_formula<float>();
+  check_walks_match_formula<double>();
 }
 
 TEST_CASE("values/compare: comparisons broadcast and return bool") {
