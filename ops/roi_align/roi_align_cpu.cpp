@@ -6,8 +6,9 @@
 //   forward       parallel over (RoI, block of 8 channels): each task writes only its own output planes,
 //                 and reads each sample's geometry once for the block.
 //   grad input    parallel over (image, block of 8 channels): a thread owns those planes of the input
-//                 gradient and adds the chunk's RoIs of that image in RoI order. No atomics, no races, and
-//                 the sums run in one fixed order, so the result is deterministic.
+//                 gradient and adds the chunk's RoIs of that image in RoI order, reading each sample's
+//                 neighbours once for the block. No atomics, no races, and the sums run in one fixed
+//                 order, so the result is deterministic.
 //   grad rois     parallel over RoIs: each RoI's four coordinates are owned by one thread that sums over
 //                 channels, bins and samples in a fixed order.
 #include <algorithm>
@@ -133,25 +134,44 @@ void backward_input_kernel(const T* grad_output, const T* rois, const int64_t* a
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < g.batch * blocks_per_image; ++task) {
       const int64_t n = task / blocks_per_image, c0 = task % blocks_per_image * kChannelBlock;
-      const int64_t c1 = std::min(c0 + kChannelBlock, g.channels);
+      const int64_t width = std::min(kChannelBlock, g.channels - c0);
       for (int64_t k = chunk.first_roi; k < chunk.end_roi; ++k) {
         const int64_t r = k - chunk.first_roi;
         const RoiBox<T>& box = chunk.boxes[r];
         if (box.batch != n) continue;
         const RoiSample<T>* sample = chunk.samples.data() + chunk.sample_start[r];
         const int64_t count = box.count();
+        const T* grad = grad_output + (k * g.channels + c0) * bins;  // channel c0 + i at i * bins
+        T* dst = grad_input + (n * g.channels + c0) * plane;          // channel c0 + i at i * plane
+        // Per element, the additions run in (RoI, bin, sample, neighbour) order: deterministic, and the
+        // order that the CUDA gather (roi_align_gather.cuh) reproduces. The channels of the block touch
+        // disjoint planes, so which of them goes first within a sample changes no element's order.
         for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
-          for (int64_t c = c0; c < c1; ++c) {
-            // avg: every sample gets g / count; max: only the winner, with g. Per element, the additions
-            // run in (RoI, bin, sample, neighbour) order: deterministic.
-            const int64_t out = (k * g.channels + c) * bins + bin;
-            const int64_t first = g.max_mode ? argmax[out] : 0, last = g.max_mode ? first + 1 : count;
-            const T share = g.max_mode ? grad_output[out] : grad_output[out] / T(count);
-            T* dst = grad_input + (n * g.channels + c) * plane;
-            for (int64_t s = first; s < last; ++s) {
+          if (!g.max_mode) {
+            // avg: every sample gets g / count. Each sample's neighbours and weights are read once and
+            // routed to all the block's channels.
+            T share[kChannelBlock];
+            for (int64_t i = 0; i < width; ++i) share[i] = grad[i * bins + bin] / T(count);
+            for (int64_t s = 0; s < count; ++s) {
               const BilinearSample<T>& w = sample[s].bilinear;
               if (!w.inside) continue;
-              for (int j = 0; j < 4; ++j) dst[w.offset[j]] += share * w.weight[j];
+              const int64_t o0 = w.offset[0], o1 = w.offset[1], o2 = w.offset[2], o3 = w.offset[3];
+              const T w0 = w.weight[0], w1 = w.weight[1], w2 = w.weight[2], w3 = w.weight[3];
+              for (int64_t i = 0; i < width; ++i) {
+                T* plane_i = dst + i * plane;
+                plane_i[o0] += share[i] * w0;
+                plane_i[o1] += share[i] * w1;
+                plane_i[o2] += share[i] * w2;
+                plane_i[o3] += share[i] * w3;
+              }
+            }
+          } else {
+            // max: only the winning sample, with g; the winner differs per channel.
+            for (int64_t i = 0; i < width; ++i) {
+              const BilinearSample<T>& w = sample[argmax[(k * g.channels + c0 + i) * bins + bin]].bilinear;
+              if (!w.inside) continue;
+              const T share = grad[i * bins + bin];
+              for (int j = 0; j < 4; ++j) dst[i * plane + w.offset[j]] += share * w.weight[j];
             }
           }
         }
