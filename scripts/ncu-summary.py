@@ -13,7 +13,9 @@ The floor. Given the metrics of FLOOR_METRICS, each kernel also gets its minimal
 traffic at the GPU's peak bandwidth and its FP32 operations (an FFMA counts 2) at the GPU's peak FP32 rate,
 the two roofs of the roofline model (Williams, Waterman and Patterson, CACM 2009). That is what the same
 work would take on an ideal machine, with no latency, launch or occupancy cost; the sum over the kernels is
-the floor of the step for this sequence of kernels. "busiest unit" is a second, looser view from ncu's own
+the floor of the step for this sequence of kernels. No kernel is shorter than a launch, though: "floor with
+launches" counts each kernel at least as long as the shortest kernel of the profile (a launch's fixed cost as
+ncu sees it), which is what a step of this many kernels cannot go under. "busiest unit" is a second, looser view from ncu's own
 speed-of-light figures: each kernel's time scaled by the higher of its compute and memory throughput (in
 % of peak), i.e. its time had its busiest unit run at 100%. With --cache-control none the DRAM bytes are
 those of a run with a warm L2, as in a real step.
@@ -75,6 +77,7 @@ def main():
     floor_on = args.dram_tbs > 0 and args.fp32_tflops > 0 and all(
         m in launches[0]["m"] for m in BYTE_METRICS + tuple(FLOP_METRICS)) if launches else False
     per = collections.defaultdict(lambda: collections.Counter())
+    shortest = min((l["m"].get("gpu__time_duration.sum", 0.0) for l in launches), default=0.0)
     for launch in launches:
         m, k = launch["m"], per[launch["name"]]
         k["launches"] += 1
@@ -85,26 +88,30 @@ def main():
             k["bytes"] += dram
             k["flops"] += flops
             k["floor_us"] += max(dram / (args.dram_tbs * 1e6), flops / (args.fp32_tflops * 1e6))
+            k["launch_floor_us"] += max(dram / (args.dram_tbs * 1e6), flops / (args.fp32_tflops * 1e6), shortest)
             k["busiest_us"] += m.get("gpu__time_duration.sum", 0.0) * max(m.get(s, 0.0) for s in SOL_METRICS) / 100
     name, _, n = args.step_kernel.rpartition(":")
     s = sum(k["launches"] for kernel, k in per.items() if name in kernel) / float(n)
     if s == 0:
         s = 1.0
         print(f"no {name} launch: totals are for all the launches, not per step")
-    total = {key: sum(k[key] for k in per.values()) for key in ("us", "launches", "bytes", "flops", "floor_us", "busiest_us")}
+    total = {key: sum(k[key] for k in per.values()) for key in ("us", "launches", "bytes", "flops", "floor_us", "launch_floor_us", "busiest_us")}
     print(f"{total['launches']} kernels, {total['us'] / 1e3:.2f} ms of GPU time (ncu, serialised); "
-          f"per step ({s:g} steps): {total['us'] / 1e3 / s:.3f} ms, {total['launches'] / s:.0f} launches")
+          f"per step ({s:g} steps; the rows below too): {total['us'] / 1e3 / s:.3f} ms, {total['launches'] / s:.0f} launches")
     if floor_on:
         print(f"floor per step (DRAM at {args.dram_tbs:g} TB/s, FP32 at {args.fp32_tflops:g} TFLOP/s): "
               f"{total['floor_us'] / 1e3 / s:.3f} ms ({total['bytes'] / 1e6 / s:.1f} MB of DRAM traffic, "
-              f"{total['flops'] / 1e9 / s:.2f} GFLOP); busiest unit at 100%: {total['busiest_us'] / 1e3 / s:.3f} ms")
+              f"{total['flops'] / 1e9 / s:.2f} GFLOP)")
+        print(f"floor with launches (no kernel under the shortest one, {shortest:.2f} us): "
+              f"{total['launch_floor_us'] / 1e3 / s:.3f} ms; busiest unit at 100%: {total['busiest_us'] / 1e3 / s:.3f} ms")
         print(f"{'ms':>8} {'share':>6} {'launches':>8} {'floor ms':>8} {'busiest':>8} {'DRAM MB':>8} {'GFLOP':>7}  kernel")
     else:
         print(f"{'ms':>8} {'share':>6} {'launches':>8}  kernel")
     for name, k in sorted(per.items(), key=lambda kv: -kv[1]["us"])[: args.top]:
-        row = f"{k['us'] / 1e3:8.3f} {100 * k['us'] / total['us']:5.1f}% {k['launches']:8d}"
+        row = f"{k['us'] / 1e3 / s:8.3f} {100 * k['us'] / total['us']:5.1f}% {k['launches'] / s:8.1f}"
         if floor_on:
-            row += f" {k['floor_us'] / 1e3:8.3f} {k['busiest_us'] / 1e3:8.3f} {k['bytes'] / 1e6:8.1f} {k['flops'] / 1e9:7.2f}"
+            row += (f" {k['floor_us'] / 1e3 / s:8.3f} {k['busiest_us'] / 1e3 / s:8.3f} {k['bytes'] / 1e6 / s:8.1f}"
+                    f" {k['flops'] / 1e9 / s:7.2f}")
         print(f"{row}  {name}")
 
 
