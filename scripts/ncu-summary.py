@@ -5,6 +5,7 @@
         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,... \
         minidet train --device cuda ... > kernels.csv
     python3 scripts/ncu-summary.py kernels.csv [--top 25] [--dram-tbs 4.8 --fp32-tflops 66.9]
+    python3 scripts/ncu-summary.py --self-test   # the sums on a made-up CSV (a ctest case)
 
 scripts/gpu-check.sh's `profile` part runs both. ncu serialises the kernels, so the times are upper bounds
 (a few microseconds more per small kernel than in a real run); the counts and the ranking are what matter.
@@ -63,20 +64,12 @@ def read_launches(path):
     return list(launches.values())
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("csv")
-    parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--step-kernel", default="adam_many_kernel:2",
-                        help="NAME:N, a kernel launched N times per training step: the launches' steps are counted "
-                             "by it (AdamW's multi-tensor update by default)")
-    parser.add_argument("--dram-tbs", type=float, default=0.0, help="peak DRAM bandwidth, TB/s (0: no floor)")
-    parser.add_argument("--fp32-tflops", type=float, default=0.0, help="peak FP32 rate without tensor cores, TFLOP/s")
-    args = parser.parse_args()
-    launches = read_launches(args.csv)
-    floor_on = args.dram_tbs > 0 and args.fp32_tflops > 0 and all(
-        m in launches[0]["m"] for m in BYTE_METRICS + tuple(FLOP_METRICS)) if launches else False
-    per = collections.defaultdict(lambda: collections.Counter())
+def summarize(launches, dram_tbs, fp32_tflops, step_kernel):
+    """Per kernel name and in total: launches, us, and with both peaks given the DRAM bytes, FLOPs and floors.
+    Returns (per, total, steps, shortest, floor_on); steps counts step_kernel's ("NAME:N") launches."""
+    floor_on = bool(launches) and dram_tbs > 0 and fp32_tflops > 0 and all(
+        m in launches[0]["m"] for m in BYTE_METRICS + tuple(FLOP_METRICS))
+    per = collections.defaultdict(collections.Counter)
     shortest = min((l["m"].get("gpu__time_duration.sum", 0.0) for l in launches), default=0.0)
     for launch in launches:
         m, k = launch["m"], per[launch["name"]]
@@ -85,17 +78,89 @@ def main():
         if floor_on:
             dram = sum(m[b] for b in BYTE_METRICS)
             flops = sum(m[f] * n for f, n in FLOP_METRICS.items())
+            roof = max(dram / (dram_tbs * 1e6), flops / (fp32_tflops * 1e6))  # bytes / (bytes per us)
             k["bytes"] += dram
             k["flops"] += flops
-            k["floor_us"] += max(dram / (args.dram_tbs * 1e6), flops / (args.fp32_tflops * 1e6))
-            k["launch_floor_us"] += max(dram / (args.dram_tbs * 1e6), flops / (args.fp32_tflops * 1e6), shortest)
+            k["floor_us"] += roof
+            k["launch_floor_us"] += max(roof, shortest)
             k["busiest_us"] += m.get("gpu__time_duration.sum", 0.0) * max(m.get(s, 0.0) for s in SOL_METRICS) / 100
-    name, _, n = args.step_kernel.rpartition(":")
-    s = sum(k["launches"] for kernel, k in per.items() if name in kernel) / float(n)
+    name, _, n = step_kernel.rpartition(":")
+    steps = sum(k["launches"] for kernel, k in per.items() if name in kernel) / float(n)
+    total = {key: sum(k[key] for k in per.values())
+             for key in ("us", "launches", "bytes", "flops", "floor_us", "launch_floor_us", "busiest_us")}
+    return per, total, steps, shortest, floor_on
+
+
+def self_test():
+    """A CSV written here with known metrics (ncu's layout, several units, thousands separators) must give
+    the floors worked out by hand. Peaks of 1 TB/s and 1 TFLOP/s make a byte and a FLOP cost 1e-6 us."""
+    import os
+    import tempfile
+    header = ["ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"]
+    kernels = [  # name, duration (unit, value), read bytes, write bytes, ffma, fadd, fmul, sm %, memory %
+        ("void gather<float>(int)", ("msecond", "0.02"), ("Mbyte", "4"), ("byte", "1,000,000"), 0, 0, 0, 10, 50),
+        ("gemm_kernel", ("nsecond", "8,000"), ("byte", "1000000"), ("byte", "0"), 1_500_000, 500_000, 500_000, 80, 20),
+        ("void nn::adam_many_kernel<float>(long)", ("usecond", "1"), ("byte", "0"), ("byte", "0"), 0, 0, 0, 0, 0),
+        ("void nn::adam_many_kernel<float>(long)", ("usecond", "1"), ("byte", "0"), ("byte", "0"), 0, 0, 0, 0, 0),
+    ]
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "kernels.csv")
+        with open(path, "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(["==PROF== a line ncu prints before the table"])
+            out.writerow(header)
+            launch = 0
+            for _ in range(2):  # two training steps
+                for name, duration, read, write, ffma, fadd, fmul, sm, mem in kernels:
+                    values = [("gpu__time_duration.sum",) + duration, ("dram__bytes_read.sum",) + read,
+                              ("dram__bytes_write.sum",) + write]
+                    values += [(metric, "inst", f"{count:,}") for metric, count in
+                               zip(FLOP_METRICS, (ffma, fadd, fmul))]
+                    values += [(SOL_METRICS[0], "%", str(sm)), (SOL_METRICS[1], "%", str(mem))]
+                    for metric, unit, value in values:
+                        out.writerow([launch, name, metric, unit, value])
+                    launch += 1
+        per, total, steps, shortest, floor_on = summarize(read_launches(path), 1.0, 1.0, "adam_many_kernel:2")
+    expected = {
+        "steps": (steps, 2.0),
+        "shortest launch, us": (shortest, 1.0),
+        "time per step, us": (total["us"] / steps, 20 + 8 + 1 + 1),
+        # gather: 5e6 bytes -> 5 us; gemm: 4e6 FLOPs (an FFMA is 2) against 1e6 bytes -> 4 us; AdamW: nothing
+        "floor per step, us": (total["floor_us"] / steps, 5 + 4),
+        "floor with launches per step, us": (total["launch_floor_us"] / steps, 5 + 4 + 1 + 1),
+        # gather: 20 us at 50% -> 10; gemm: 8 us at 80% -> 6.4
+        "busiest unit per step, us": (total["busiest_us"] / steps, 10 + 6.4),
+        "gather's launches": (per["void gather<float>"]["launches"], 2),
+    }
+    failed = [f"{what}: {got} != {want}" for what, (got, want) in expected.items() if abs(got - want) > 1e-9]
+    if not floor_on:
+        failed.append("the floor was not computed")
+    for line in failed:
+        print("FAILED", line)
+    print("ncu-summary self-test:", "FAILED" if failed else f"all {len(expected)} checks passed")
+    return 1 if failed else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("csv", nargs="?")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--step-kernel", default="adam_many_kernel:2",
+                        help="NAME:N, a kernel launched N times per training step: the launches' steps are counted "
+                             "by it (AdamW's multi-tensor update by default)")
+    parser.add_argument("--dram-tbs", type=float, default=0.0, help="peak DRAM bandwidth, TB/s (0: no floor)")
+    parser.add_argument("--fp32-tflops", type=float, default=0.0, help="peak FP32 rate without tensor cores, TFLOP/s")
+    parser.add_argument("--self-test", action="store_true", help="check the sums on a CSV made up here, then exit")
+    args = parser.parse_args()
+    if args.self_test:
+        return self_test()
+    if not args.csv:
+        parser.error("the CSV is required (or --self-test)")
+    per, total, s, shortest, floor_on = summarize(read_launches(args.csv), args.dram_tbs, args.fp32_tflops,
+                                                   args.step_kernel)
     if s == 0:
         s = 1.0
-        print(f"no {name} launch: totals are for all the launches, not per step")
-    total = {key: sum(k[key] for k in per.values()) for key in ("us", "launches", "bytes", "flops", "floor_us", "launch_floor_us", "busiest_us")}
+        print(f"no {args.step_kernel.rpartition(':')[0]} launch: totals are for all the launches, not per step")
     print(f"{total['launches']} kernels, {total['us'] / 1e3:.2f} ms of GPU time (ncu, serialised); "
           f"per step ({s:g} steps; the rows below too): {total['us'] / 1e3 / s:.3f} ms, {total['launches'] / s:.0f} launches")
     if floor_on:
@@ -113,7 +178,8 @@ def main():
             row += (f" {k['floor_us'] / 1e3 / s:8.3f} {k['busiest_us'] / 1e3 / s:8.3f} {k['bytes'] / 1e6 / s:8.1f}"
                     f" {k['flops'] / 1e9 / s:7.2f}")
         print(f"{row}  {name}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
