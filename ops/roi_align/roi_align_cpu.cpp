@@ -3,8 +3,9 @@
 // RoIs are processed in chunks. For a chunk, every sample of every (RoI, bin) is located once: its four
 // neighbours, bilinear weights and weight derivatives (RoiSample), stored in one flat buffer. Then all
 // channels reuse that buffer, so the geometry costs 1/C of what recomputing it per output would.
-//   forward       parallel over (RoI, block of 8 channels): each task writes only its own output planes,
-//                 and reads each sample's geometry once for the block.
+//   forward       on a channel-last copy of the input, parallel over (RoI, block of 64 channels): each task
+//                 writes only its own output planes, reads each sample's geometry once for the block, and
+//                 its four neighbours as four runs of contiguous channels (a loop the compiler vectorises).
 //   grad input    parallel over (image, block of 8 channels): a thread owns those planes of the input
 //                 gradient and adds the chunk's RoIs of that image in RoI order, reading each sample's
 //                 neighbours once for the block. No atomics, no races, and the sums run in one fixed
@@ -71,10 +72,28 @@ void build_chunk(const T* rois, int64_t first, int64_t end, const RoiAlignGeomet
   }
 }
 
+// Channels per task of the forward, whose channels are contiguous in the channel-last copy of the input.
+constexpr int64_t kForwardChannels = 64;
+
+// out[b, pixel, c] = in[b, c, pixel]: the forward's channel-last copy, so that one sample's four neighbours
+// are four runs of contiguous channels and the loop over a block of channels vectorises.
+template <typename T>
+void to_channels_last(const T* in, T* out, int64_t batch, int64_t channels, int64_t plane) {
+#pragma omp parallel for schedule(static)
+  for (int64_t bp = 0; bp < batch * plane; ++bp) {
+    const int64_t b = bp / plane, pixel = bp % plane;
+    const T* src = in + b * channels * plane + pixel;
+    T* dst = out + bp * channels;
+    for (int64_t c = 0; c < channels; ++c) dst[c] = src[c * plane];
+  }
+}
+
 template <typename T>
 void forward_kernel(const T* input, const T* rois, T* output, int64_t* argmax, const RoiAlignGeometry& g) {
-  const int64_t plane = g.height * g.width, bins = g.bins();
-  const int64_t blocks = (g.channels + kChannelBlock - 1) / kChannelBlock;
+  const int64_t plane = g.height * g.width, bins = g.bins(), C = g.channels;
+  const int64_t blocks = (C + kForwardChannels - 1) / kForwardChannels;
+  std::vector<T> nhwc(static_cast<size_t>(g.batch * plane * C));
+  to_channels_last(input, nhwc.data(), g.batch, C, plane);
   const std::vector<int64_t> bounds = chunk_bounds(rois, g);
   ChunkGeometry<T> chunk;
   for (size_t b = 0; b + 1 < bounds.size(); ++b) {
@@ -83,31 +102,44 @@ void forward_kernel(const T* input, const T* rois, T* output, int64_t* argmax, c
 #pragma omp parallel for schedule(static)
     for (int64_t task = 0; task < tasks; ++task) {
       // A task is one RoI and a block of channels: each sample's geometry is read once for the whole block.
-      const int64_t r = task / blocks, c0 = task % blocks * kChannelBlock, k = chunk.first_roi + r;
-      const int64_t width = std::min(kChannelBlock, g.channels - c0);
+      const int64_t r = task / blocks, c0 = task % blocks * kForwardChannels, k = chunk.first_roi + r;
+      const int64_t width = std::min(kForwardChannels, C - c0);
       const RoiBox<T>& box = chunk.boxes[r];
-      const T* features = input + (box.batch * g.channels + c0) * plane;  // channel c0 + i at i * plane
+      const T* features = nhwc.data() + box.batch * plane * C + c0;  // pixel o, channel c0 + i: o * C + i
       const RoiSample<T>* sample = chunk.samples.data() + chunk.sample_start[r];
-      T* out = output + (k * g.channels + c0) * bins;  // channel c0 + i at i * bins
-      int64_t* arg = argmax ? argmax + (k * g.channels + c0) * bins : nullptr;
+      T* out = output + (k * C + c0) * bins;  // channel c0 + i at i * bins
+      int64_t* arg = argmax ? argmax + (k * C + c0) * bins : nullptr;
       const int64_t count = box.count();
       for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
-        // Per channel, the samples in order: avg sums them from 0 then divides by the count; max keeps
-        // the first sample that wins (max_sample_wins), starting from sample 0.
-        T value[kChannelBlock];
-        int64_t best_index[kChannelBlock] = {};
-        for (int64_t i = 0; i < width; ++i)
-          value[i] = g.max_mode ? bilinear_interpolate(sample[0].bilinear, features + i * plane) : T(0);
-        for (int64_t s = g.max_mode ? 1 : 0; s < count; ++s) {
+        // Per channel, the samples in order, each value bilinear_interpolate's expression term by term (so
+        // the bits of roi_align.h's formula): avg sums them from 0 then divides by the count; max keeps the
+        // first sample that wins (max_sample_wins), starting from sample 0.
+        T value[kForwardChannels];
+        int64_t best_index[kForwardChannels] = {};
+        for (int64_t s = 0; s < count; ++s) {
           const BilinearSample<T>& w = sample[s].bilinear;
-          for (int64_t i = 0; i < width; ++i) {
-            const T v = bilinear_interpolate(w, features + i * plane);
-            if (!g.max_mode) {
-              value[i] += v;
-            } else if (max_sample_wins(v, value[i])) {
-              value[i] = v;
-              best_index[i] = s;
-            }
+          T v[kForwardChannels];
+          if (w.inside) {
+            const T *f0 = features + w.offset[0] * C, *f1 = features + w.offset[1] * C;
+            const T *f2 = features + w.offset[2] * C, *f3 = features + w.offset[3] * C;
+            const T w0 = w.weight[0], w1 = w.weight[1], w2 = w.weight[2], w3 = w.weight[3];
+            for (int64_t i = 0; i < width; ++i) v[i] = w0 * f0[i] + w1 * f1[i] + w2 * f2[i] + w3 * f3[i];
+          } else {
+            for (int64_t i = 0; i < width; ++i) v[i] = T(0);
+          }
+          if (!g.max_mode) {
+            if (s == 0)
+              for (int64_t i = 0; i < width; ++i) value[i] = T(0) + v[i];
+            else
+              for (int64_t i = 0; i < width; ++i) value[i] += v[i];
+          } else if (s == 0) {
+            for (int64_t i = 0; i < width; ++i) value[i] = v[i];
+          } else {
+            for (int64_t i = 0; i < width; ++i)
+              if (max_sample_wins(v[i], value[i])) {
+                value[i] = v[i];
+                best_index[i] = s;
+              }
           }
         }
         for (int64_t i = 0; i < width; ++i) {
