@@ -75,25 +75,12 @@ void build_chunk(const T* rois, int64_t first, int64_t end, const RoiAlignGeomet
 // Channels per task of the forward, whose channels are contiguous in the channel-last copy of the input.
 constexpr int64_t kForwardChannels = 64;
 
-// out[b, pixel, c] = in[b, c, pixel]: the forward's channel-last copy, so that one sample's four neighbours
-// are four runs of contiguous channels and the loop over a block of channels vectorises.
+// input_nhwc: the input channel-last, (N, H, W, C), so that one sample's four neighbours are four runs of
+// contiguous channels and the loop over a block of channels vectorises.
 template <typename T>
-void to_channels_last(const T* in, T* out, int64_t batch, int64_t channels, int64_t plane) {
-#pragma omp parallel for schedule(static)
-  for (int64_t bp = 0; bp < batch * plane; ++bp) {
-    const int64_t b = bp / plane, pixel = bp % plane;
-    const T* src = in + b * channels * plane + pixel;
-    T* dst = out + bp * channels;
-    for (int64_t c = 0; c < channels; ++c) dst[c] = src[c * plane];
-  }
-}
-
-template <typename T>
-void forward_kernel(const T* input, const T* rois, T* output, int64_t* argmax, const RoiAlignGeometry& g) {
+void forward_kernel(const T* input_nhwc, const T* rois, T* output, int64_t* argmax, const RoiAlignGeometry& g) {
   const int64_t plane = g.height * g.width, bins = g.bins(), C = g.channels;
   const int64_t blocks = (C + kForwardChannels - 1) / kForwardChannels;
-  std::vector<T> nhwc(static_cast<size_t>(g.batch * plane * C));
-  to_channels_last(input, nhwc.data(), g.batch, C, plane);
   const std::vector<int64_t> bounds = chunk_bounds(rois, g);
   ChunkGeometry<T> chunk;
   for (size_t b = 0; b + 1 < bounds.size(); ++b) {
@@ -105,7 +92,7 @@ void forward_kernel(const T* input, const T* rois, T* output, int64_t* argmax, c
       const int64_t r = task / blocks, c0 = task % blocks * kForwardChannels, k = chunk.first_roi + r;
       const int64_t width = std::min(kForwardChannels, C - c0);
       const RoiBox<T>& box = chunk.boxes[r];
-      const T* features = nhwc.data() + box.batch * plane * C + c0;  // pixel o, channel c0 + i: o * C + i
+      const T* features = input_nhwc + box.batch * plane * C + c0;  // pixel o, channel c0 + i: o * C + i
       const RoiSample<T>* sample = chunk.samples.data() + chunk.sample_start[r];
       T* out = output + (k * C + c0) * bins;  // channel c0 + i at i * bins
       int64_t* arg = argmax ? argmax + (k * C + c0) * bins : nullptr;
@@ -258,8 +245,9 @@ void backward_rois_kernel(const T* grad_output, const T* input, const T* rois, c
 
 void roi_align_forward_cpu(const Tensor& input, const Tensor& rois, const Tensor& output, const Tensor& argmax,
                            const RoiAlignGeometry& g) {
+  const Tensor input_nhwc = input.permute({0, 2, 3, 1}).contiguous();  // the caller runs without grad
   MINIDET_DISPATCH_FLOATING(input.dtype(), "roi_align", [&] {
-    forward_kernel<scalar_t>(input.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(),
+    forward_kernel<scalar_t>(input_nhwc.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(),
                              argmax.defined() ? argmax.data<int64_t>() : nullptr, g);
   });
 }
