@@ -158,6 +158,12 @@ TEST_CASE("values/roi_pool: check_roi_values off skips only the value check") {
   // The shape checks still run; only the rows' values go unchecked.
   CHECK_THROWS_CONTAINING(roi_pool(x, zeros({2, 4}, kFloat64), {3, 2}, 0.5, false), "roi_pool");
   CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<double>({2, 0, 0, 1, 1}, {1, 5}), {3, 2}, 0.5), "rois row 0");
+  // A batch index of 0.5 is refused by the value check; unchecked, the kernel truncates it to image 0.
+  const Tensor half_index = from_vector<double>({0.5, 0.3, 0.6, 13.2, 9.7}, {1, 5});
+  CHECK_THROWS_CONTAINING(roi_pool(x, half_index, {3, 2}, 0.5), "rois row 0");
+  const std::vector<double> both_rows = checked.output.to_vector<double>();  // row 0 first: 3 channels x 3 x 2
+  const std::vector<double> first_row(both_rows.begin(), both_rows.begin() + 3 * 3 * 2);
+  CHECK(roi_pool(x, half_index, {3, 2}, 0.5, false).to_vector<double>() == first_row);
 }
 
 TEST_CASE("gradcheck/roi_pool: fractional RoIs on two images at several scales in float64") {
