@@ -151,9 +151,13 @@ def main():
     parser.add_argument("--dram-tbs", type=float, default=0.0, help="peak DRAM bandwidth, TB/s (0: no floor)")
     parser.add_argument("--fp32-tflops", type=float, default=0.0, help="peak FP32 rate without tensor cores, TFLOP/s")
     parser.add_argument("--self-test", action="store_true", help="check the sums on a CSV made up here, then exit")
+    parser.add_argument("--print-metrics", action="store_true", help="print the ncu --metrics list the floor needs, then exit")
     args = parser.parse_args()
     if args.self_test:
         return self_test()
+    if args.print_metrics:
+        print(FLOOR_METRICS)
+        return 0
     if not args.csv:
         parser.error("the CSV is required (or --self-test)")
     per, total, s, shortest, floor_on = summarize(read_launches(args.csv), args.dram_tbs, args.fp32_tflops,

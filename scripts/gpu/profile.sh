@@ -15,7 +15,7 @@ case "$gpu_name" in
   *) dram_tbs=0 ;;  # unknown board: no floor, times only
 esac
 note "== profile (ncu on $gpu_name, ${PROFILE_COUNT:-1700} launches after ${PROFILE_SKIP:-12000})"
-metrics=$(python3 -c 'import importlib.util as u; s = u.spec_from_file_location("n", "scripts/ncu-summary.py"); m = u.module_from_spec(s); s.loader.exec_module(m); print(m.FLOOR_METRICS)')
+metrics=$(python3 scripts/ncu-summary.py --print-metrics)
 ncu --graph-profiling node --launch-skip "${PROFILE_SKIP:-12000}" --launch-count "${PROFILE_COUNT:-1700}" \
   --cache-control none --clock-control none --print-units base --metrics "$metrics" --csv \
   build/gpu/examples/minidet/minidet train --device cuda \
