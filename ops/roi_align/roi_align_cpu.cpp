@@ -103,6 +103,8 @@ void forward_kernel(const T* input_nhwc, const T* rois, T* output, int64_t* argm
         // first sample that wins (max_sample_wins), starting from sample 0.
         T value[kForwardChannels];
         int64_t best_index[kForwardChannels] = {};
+        if (!g.max_mode)
+          for (int64_t i = 0; i < width; ++i) value[i] = T(0);
         for (int64_t s = 0; s < count; ++s) {
           const BilinearSample<T>& w = sample[s].bilinear;
           T v[kForwardChannels];
@@ -115,10 +117,7 @@ void forward_kernel(const T* input_nhwc, const T* rois, T* output, int64_t* argm
             for (int64_t i = 0; i < width; ++i) v[i] = T(0);
           }
           if (!g.max_mode) {
-            if (s == 0)
-              for (int64_t i = 0; i < width; ++i) value[i] = T(0) + v[i];
-            else
-              for (int64_t i = 0; i < width; ++i) value[i] += v[i];
+            for (int64_t i = 0; i < width; ++i) value[i] += v[i];
           } else if (s == 0) {
             for (int64_t i = 0; i < width; ++i) value[i] = v[i];
           } else {
