@@ -14,5 +14,7 @@ int device_count();
 std::string pci_bus_id(int device);
 // Blocks until all work on the current GPU has finished. No-op without CUDA.
 void synchronize();
+// Throws "<what>: minidet was built without CUDA ...": what a CUDA-only facility does in a CPU-only build.
+[[noreturn]] void fail_without_cuda(const char* what);
 
 }  // namespace minidet::cuda

@@ -290,19 +290,13 @@ PrivatePoolScope::~PrivatePoolScope() { t_capture_pool = {previous_id_, previous
 
 #else  // CPU-only build
 
-namespace {
-[[noreturn]] void no_cuda(const char* what) {
-  MINIDET_FAIL(what, ": minidet was built without CUDA (configure with nvcc available and MINIDET_CUDA=ON)");
-}
-}  // namespace
-
-Allocator* caching_allocator(int) { no_cuda("CUDA allocator"); }
-MemoryStats memory_stats(int) { no_cuda("cuda::memory_stats"); }
-void reset_peak_memory_stats(int) { no_cuda("cuda::reset_peak_memory_stats"); }
+Allocator* caching_allocator(int) { fail_without_cuda("CUDA allocator"); }
+MemoryStats memory_stats(int) { fail_without_cuda("cuda::memory_stats"); }
+void reset_peak_memory_stats(int) { fail_without_cuda("cuda::reset_peak_memory_stats"); }
 void empty_cache() {}
-uint64_t create_private_pool() { no_cuda("cuda::create_private_pool"); }
+uint64_t create_private_pool() { fail_without_cuda("cuda::create_private_pool"); }
 void release_private_pool(uint64_t, int) {}
-PrivatePoolScope::PrivatePoolScope(uint64_t, int) { no_cuda("cuda::PrivatePoolScope"); }
+PrivatePoolScope::PrivatePoolScope(uint64_t, int) { fail_without_cuda("cuda::PrivatePoolScope"); }
 PrivatePoolScope::~PrivatePoolScope() = default;
 
 #endif

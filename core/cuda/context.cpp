@@ -1,5 +1,7 @@
 #include "core/cuda/availability.h"
 
+#include "core/error.h"
+
 #if MINIDET_WITH_CUDA
 #include <cstdlib>
 #include <mutex>
@@ -10,6 +12,10 @@
 #endif
 
 namespace minidet::cuda {
+
+void fail_without_cuda(const char* what) {
+  MINIDET_FAIL(what, ": minidet was built without CUDA (configure with nvcc available and MINIDET_CUDA=ON)");
+}
 
 #if MINIDET_WITH_CUDA
 

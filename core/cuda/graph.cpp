@@ -108,19 +108,13 @@ double time_replays_ms(const std::vector<CudaGraph*>& graphs, int rounds) {
 
 #else  // CPU-only build
 
-namespace {
-[[noreturn]] void no_cuda(const char* what) {
-  MINIDET_FAIL(what, ": minidet was built without CUDA (configure with nvcc available and MINIDET_CUDA=ON)");
-}
-}  // namespace
-
-GraphPool::GraphPool(int) { no_cuda("cuda::GraphPool"); }
+GraphPool::GraphPool(int) { fail_without_cuda("cuda::GraphPool"); }
 GraphPool::~GraphPool() = default;
-CudaGraph::CudaGraph(std::shared_ptr<GraphPool>) { no_cuda("cuda::CudaGraph"); }
+CudaGraph::CudaGraph(std::shared_ptr<GraphPool>) { fail_without_cuda("cuda::CudaGraph"); }
 CudaGraph::~CudaGraph() = default;
-void CudaGraph::capture(const std::function<void()>&) { no_cuda("cuda::CudaGraph::capture"); }
-void CudaGraph::replay() { no_cuda("cuda::CudaGraph::replay"); }
-double time_replays_ms(const std::vector<CudaGraph*>&, int) { no_cuda("cuda::time_replays_ms"); }
+void CudaGraph::capture(const std::function<void()>&) { fail_without_cuda("cuda::CudaGraph::capture"); }
+void CudaGraph::replay() { fail_without_cuda("cuda::CudaGraph::replay"); }
+double time_replays_ms(const std::vector<CudaGraph*>&, int) { fail_without_cuda("cuda::time_replays_ms"); }
 
 #endif
 

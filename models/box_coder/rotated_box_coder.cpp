@@ -13,7 +13,7 @@
 namespace minidet::models {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+using rotated_box_math::kPi;
 
 // A rotated box's five columns, each (...) (one dim fewer than the boxes).
 struct RotatedColumns {
@@ -33,7 +33,7 @@ void check_rotated_boxes(const char* op, const Tensor& boxes, const char* arg, c
   ops::check_floating(op, boxes, arg);
 }
 
-void check_encode_args(const char* op, const Tensor& target_boxes, const Tensor& reference_boxes) {
+void check_rotated_encode_args(const char* op, const Tensor& target_boxes, const Tensor& reference_boxes) {
   check_rotated_boxes(op, target_boxes, "target_boxes", "(..., 5)");
   check_rotated_boxes(op, reference_boxes, "reference_boxes", "(..., 5)");
   ops::check_same_dtype(op, target_boxes, "target_boxes", reference_boxes, "reference_boxes");
@@ -43,7 +43,7 @@ void check_encode_args(const char* op, const Tensor& target_boxes, const Tensor&
                 reference_boxes.sizes());
 }
 
-void check_decode_args(const char* op, const Tensor& deltas, const Tensor& reference_boxes) {
+void check_rotated_decode_args(const char* op, const Tensor& deltas, const Tensor& reference_boxes) {
   ops::check_defined(op, deltas, "deltas");
   check_rotated_boxes(op, reference_boxes, "reference_boxes", "(N, 5)");
   ops::check_dim(op, reference_boxes, "reference_boxes (N, 5)", 2);
@@ -85,7 +85,7 @@ RotatedBoxCoder::RotatedBoxCoder(std::array<double, 5> weights, double bbox_xfor
 }
 
 Tensor RotatedBoxCoder::encode(const Tensor& target_boxes, const Tensor& reference_boxes) const {
-  check_encode_args("RotatedBoxCoder::encode", target_boxes, reference_boxes);
+  check_rotated_encode_args("RotatedBoxCoder::encode", target_boxes, reference_boxes);
   const RotatedColumns g = columns_of(target_boxes), p = columns_of(reference_boxes);
   // x, y, w, h in BoxCoder's order of operations (so angle-0 boxes give its bits in the image frame); the
   // centre offset scaled by the reference's own width and height, in image axes (RRPN; detectron2's
@@ -114,7 +114,7 @@ Tensor RotatedBoxCoder::encode(const Tensor& target_boxes, const Tensor& referen
 }
 
 Tensor RotatedBoxCoder::decode(const Tensor& deltas, const Tensor& reference_boxes) const {
-  check_decode_args("RotatedBoxCoder::decode", deltas, reference_boxes);
+  check_rotated_decode_args("RotatedBoxCoder::decode", deltas, reference_boxes);
   const int64_t columns = deltas.size(1);
   // Column k of each (N, K) tensor below belongs to the k-th box of every reference box; the reference's
   // columns are (N, 1) and broadcast over k.

@@ -26,8 +26,6 @@ namespace minidet::models {
 
 namespace {
 
-Tensor logical_and(const Tensor& a, const Tensor& b) { return where(a, b, a); }
-
 // Candidates (proposals, then objects) and what they matched: of one image, (B) and (B, 4), or of all images
 // padded to W, (n, W) and (n, W, 4).
 struct Candidates {

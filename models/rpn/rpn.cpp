@@ -5,13 +5,14 @@
 
 #include "core/error.h"
 #include "models/common/image_sizes.h"
+#include "ops/box_iou_rotated/rotated_box_math.h"
 #include "ops/common/checks.h"
 
 namespace minidet::models {
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+using rotated_box_math::kPi;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -29,9 +29,6 @@ Tensor random_priorities(int64_t rows, int64_t n, Generator& generator) {
   return from_vector<int64_t>(values, {rows, n});
 }
 
-// Logical and of bool tensors through where (minidet has no separate logical ops).
-Tensor logical_and(const Tensor& a, const Tensor& b) { return where(a, b, a); }
-
 }  // namespace
 
 BalancedPositiveNegativeSampler::BalancedPositiveNegativeSampler(int64_t batch_size_per_image,

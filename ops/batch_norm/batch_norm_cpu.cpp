@@ -1,11 +1,9 @@
 // CPU batch-norm kernels. The reduction is parallel over channels (each channel's sum is one thread's loop,
 // in float64, in a fixed order); the elementwise kernels are parallel over (n, c) planes.
 #include "ops/batch_norm/batch_norm_kernels.h"
+#include "ops/common/parallel.h"
 
 namespace minidet::ops::detail {
-
-// Below this many elements, waking a thread team costs more than the loop.
-constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
 void channel_moments_cpu(const MomentsArgs<T>& a) {

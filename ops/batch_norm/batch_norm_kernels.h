@@ -86,7 +86,7 @@ struct BackwardCoefficientsArgs {
 template <typename T>
 MINIDET_HOST_DEVICE inline void scale_shift_channel(const ScaleShiftArgs<T>& a, int64_t c) {
   const double mean = a.mean[c], var = a.var[c];
-  const double invstd = 1.0 / sqrt(var + a.eps);
+  const double invstd = 1.0 / std::sqrt(var + a.eps);
   const double scale = a.weight ? a.weight[c] * invstd : invstd;
   a.invstd[c] = static_cast<T>(invstd);
   a.scale[c] = static_cast<T>(scale);

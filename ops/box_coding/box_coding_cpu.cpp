@@ -4,18 +4,18 @@
 namespace minidet::ops::detail {
 namespace {
 
-constexpr int64_t kParallelAbove = 16384;  // boxes; below, waking a thread team costs more than the loop
+constexpr int64_t kParallelAboveBoxes = 16384;  // boxes; below, waking a thread team costs more than the loop
 
 template <typename T>
 void encode_loop(int64_t boxes, const T* target, const T* reference, const BoxCodingParams& p, T* out) {
-#pragma omp parallel for if (boxes > kParallelAbove)
+#pragma omp parallel for if (boxes > kParallelAboveBoxes)
   for (int64_t i = 0; i < boxes; ++i) encode_box(target + 4 * i, reference + 4 * i, p, out + 4 * i);
 }
 
 template <typename T>
 void decode_loop(int64_t boxes, int64_t per_reference, const T* deltas, const T* reference, const BoxCodingParams& p,
                  T* out) {
-#pragma omp parallel for if (boxes > kParallelAbove)
+#pragma omp parallel for if (boxes > kParallelAboveBoxes)
   for (int64_t i = 0; i < boxes; ++i) decode_box(deltas + 4 * i, reference + 4 * (i / per_reference), p, out + 4 * i);
 }
 

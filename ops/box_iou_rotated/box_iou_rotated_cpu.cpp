@@ -7,11 +7,11 @@ namespace {
 
 // Pairs; a pair costs a few hundred flops (sin, cos, 4 clip passes), so a team pays off sooner than for
 // box_iou's few flops per pair.
-constexpr int64_t kParallelAbove = 1024;
+constexpr int64_t kParallelAboveRotatedPairs = 1024;
 
 template <typename T>
 void iou_kernel(const T* a, const T* b, T* iou, int64_t n, int64_t m) {
-#pragma omp parallel for schedule(static) if (n * m > kParallelAbove)
+#pragma omp parallel for schedule(static) if (n * m > kParallelAboveRotatedPairs)
   for (int64_t i = 0; i < n; ++i) {
     T* row = iou + i * m;
     for (int64_t j = 0; j < m; ++j) row[j] = box_iou_rotated_pair(a + 5 * i, b + 5 * j);

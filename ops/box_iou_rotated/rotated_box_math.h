@@ -31,6 +31,9 @@ using box_math::min_of;
 using box_math::mul_rn;
 using box_math::sub_rn;
 
+// pi to double precision (C++17 has no std::numbers::pi).
+inline constexpr double kPi = 3.14159265358979323846;
+
 template <typename T>
 struct Point {
   T x, y;
@@ -44,8 +47,8 @@ struct Point {
 // the same order; this scalar form serves data/ (flips, files) and the host code of the ops.
 template <typename T>
 MINIDET_HOST_DEVICE inline T normalize_angle(T a) {
-  const T pi = T(3.14159265358979323846);
-  return sub_rn(a, mul_rn(floor(div_rn(add_rn(a, pi / T(2)), pi)), pi));
+  const T pi = T(kPi);
+  return sub_rn(a, mul_rn(std::floor(div_rn(add_rn(a, pi / T(2)), pi)), pi));
 }
 
 // Capacity of a clipped polygon. Exactly, a convex quadrilateral clipped by the 4 half-planes of another

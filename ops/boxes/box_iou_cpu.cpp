@@ -10,7 +10,7 @@
 namespace minidet::ops::detail {
 namespace {
 
-constexpr int64_t kParallelAbove = 16384;  // pairs; below this a thread team costs more than the loop
+constexpr int64_t kParallelAbovePairs = 16384;  // pairs; below this a thread team costs more than the loop
 constexpr int64_t kColumnBlock = 64;
 
 template <typename T>
@@ -23,7 +23,7 @@ std::vector<T> areas_of(const T* boxes, int64_t count) {
 template <typename T>
 void forward_kernel(const T* a, const T* b, T* iou, int64_t n, int64_t m) {
   const std::vector<T> area_b = areas_of(b, m);
-#pragma omp parallel for schedule(static) if (n * m > kParallelAbove)
+#pragma omp parallel for schedule(static) if (n * m > kParallelAbovePairs)
   for (int64_t i = 0; i < n; ++i) {
     const T* box_a = a + 4 * i;
     const T area_a = box_math::box_area(box_a);
@@ -34,7 +34,7 @@ void forward_kernel(const T* a, const T* b, T* iou, int64_t n, int64_t m) {
 
 template <typename T>
 void grad_a_kernel(const T* a, const T* b, const T* grad, T* grad_a, int64_t n, int64_t m) {
-#pragma omp parallel for schedule(static) if (n * m > kParallelAbove)
+#pragma omp parallel for schedule(static) if (n * m > kParallelAbovePairs)
   for (int64_t i = 0; i < n; ++i) {
     T sum[4] = {T(0), T(0), T(0), T(0)};
     for (int64_t j = 0; j < m; ++j) {
@@ -50,7 +50,7 @@ void grad_a_kernel(const T* a, const T* b, const T* grad, T* grad_a, int64_t n, 
 template <typename T>
 void grad_b_kernel(const T* a, const T* b, const T* grad, T* grad_b, int64_t n, int64_t m) {
   const int64_t blocks = (m + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (n * m > kParallelAbove)
+#pragma omp parallel for schedule(static) if (n * m > kParallelAbovePairs)
   for (int64_t block = 0; block < blocks; ++block) {
     const int64_t begin = block * kColumnBlock, end = std::min(m, begin + kColumnBlock);
     T* out = grad_b + 4 * begin;

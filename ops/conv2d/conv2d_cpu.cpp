@@ -3,13 +3,11 @@
 // col2im happen in one fixed order (deterministic).
 #include <algorithm>
 
+#include "ops/common/parallel.h"
 #include "ops/conv2d/conv2d_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-// Below this many elements, waking a thread team costs more than the loop (and much more on a busy machine).
-constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
 void im2col_kernel(const T* images, T* cols, int64_t batch, const ConvGeometry& g, ColumnStrides strides) {

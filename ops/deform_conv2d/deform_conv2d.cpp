@@ -20,11 +20,11 @@ using ops::detail::ColumnLayout;
 using ops::detail::DeformBackwardOutputs;
 using ops::detail::DeformGeometry;
 
-constexpr const char* kOp = "deform_conv2d";
+constexpr const char* kDeformConv2dOp = "deform_conv2d";
 
 void check_operand(const Tensor& input, const Tensor& t, const char* name) {
-  ops::check_same_dtype(kOp, input, "input", t, name);
-  ops::check_same_device(kOp, input, "input", t, name);
+  ops::check_same_dtype(kDeformConv2dOp, input, "input", t, name);
+  ops::check_same_device(kDeformConv2dOp, input, "input", t, name);
 }
 
 // A per-sample tensor (offset or mask) must have `channels` channels and the output's batch and size.
@@ -39,13 +39,13 @@ void check_per_sample(const Tensor& t, const char* name, int64_t channels, const
 
 DeformGeometry validate(const Tensor& input, const Tensor& offset, const Tensor& weight, const Tensor& bias,
                         const Tensor& mask, const DeformConv2dOptions& o) {
-  ops::check_defined(kOp, input, "input");
-  ops::check_defined(kOp, offset, "offset");
-  ops::check_defined(kOp, weight, "weight");
-  ops::check_dim(kOp, input, "input (N, C_in, H, W)", 4);
-  ops::check_dim(kOp, offset, "offset (N, 2*offset_groups*kh*kw, H_out, W_out)", 4);
-  ops::check_dim(kOp, weight, "weight (C_out, C_in/groups, kh, kw)", 4);
-  ops::check_floating(kOp, input, "input");
+  ops::check_defined(kDeformConv2dOp, input, "input");
+  ops::check_defined(kDeformConv2dOp, offset, "offset");
+  ops::check_defined(kDeformConv2dOp, weight, "weight");
+  ops::check_dim(kDeformConv2dOp, input, "input (N, C_in, H, W)", 4);
+  ops::check_dim(kDeformConv2dOp, offset, "offset (N, 2*offset_groups*kh*kw, H_out, W_out)", 4);
+  ops::check_dim(kDeformConv2dOp, weight, "weight (C_out, C_in/groups, kh, kw)", 4);
+  ops::check_floating(kDeformConv2dOp, input, "input");
   check_operand(input, offset, "offset");
   check_operand(input, weight, "weight");
   if (bias.defined()) {
@@ -55,9 +55,9 @@ DeformGeometry validate(const Tensor& input, const Tensor& offset, const Tensor&
   }
   if (mask.defined()) {
     check_operand(input, mask, "mask");
-    ops::check_dim(kOp, mask, "mask (N, offset_groups*kh*kw, H_out, W_out)", 4);
+    ops::check_dim(kDeformConv2dOp, mask, "mask (N, offset_groups*kh*kw, H_out, W_out)", 4);
   }
-  ops::detail::check_window(kOp, o);
+  ops::detail::check_window(kDeformConv2dOp, o);
   const int64_t in_channels = input.size(1), out_channels = weight.size(0);
   const int64_t kernel_h = weight.size(2), kernel_w = weight.size(3), taps = kernel_h * kernel_w;
   MINIDET_CHECK(kernel_h >= 1 && kernel_w >= 1 && weight.size(1) >= 1,
@@ -75,7 +75,7 @@ DeformGeometry validate(const Tensor& input, const Tensor& offset, const Tensor&
   const int64_t offset_groups = offset.size(1) / (2 * taps);
   MINIDET_CHECK(in_channels % offset_groups == 0, "deform_conv2d: expected input channels C_in = ", in_channels,
                 " divisible by offset_groups = ", offset_groups, " (offset.size(1) / (2*kh*kw))");
-  const DeformGeometry g(ops::detail::conv_geometry(kOp, input, kernel_h, kernel_w, o), offset_groups);
+  const DeformGeometry g(ops::detail::conv_geometry(kDeformConv2dOp, input, kernel_h, kernel_w, o), offset_groups);
   const int64_t batch = input.size(0);
   check_per_sample(offset, "offset", 2 * offset_groups * taps, "2*offset_groups*kh*kw", batch, g);
   if (mask.defined()) check_per_sample(mask, "mask", offset_groups * taps, "offset_groups*kh*kw", batch, g);
@@ -222,7 +222,7 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
   }
   // Saved: what recomputing the samples needs (input, offset, mask) and the weight for dcols. Never the
   // columns (see deform_conv2d.h).
-  autograd::record(kOp, {input, offset, weight, bias, mask}, {output}, {input, offset, weight, mask},
+  autograd::record(kDeformConv2dOp, {input, offset, weight, bias, mask}, {output}, {input, offset, weight, mask},
                    [g, groups, chunk](autograd::BackwardContext& ctx, const autograd::TensorList& grads)
                        -> autograd::TensorList {
                      NoGradGuard raw;

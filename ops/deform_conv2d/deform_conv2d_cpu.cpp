@@ -10,18 +10,16 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/common/parallel.h"
 #include "ops/deform_conv2d/deform_conv2d_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
 
-// Below this many column entries, waking a thread team costs more than the loop.
-constexpr int64_t kParallelAbove = 32768;
-
 // The samples of one (image, offset group, tap) at every output position.
 template <typename T>
 void locate_tap(const DeformGeometry& g, int64_t tap, const T* offset_dy, const T* offset_dx,
-                std::vector<BilinearSample<T>>& samples) {
+                std::vector<DeformSample<T>>& samples) {
   const int64_t i = tap / g.kernel_w, j = tap % g.kernel_w;
   for (int64_t p = 0; p < g.out_h; ++p)
     for (int64_t q = 0; q < g.out_w; ++q) {
@@ -37,7 +35,7 @@ void im2col_kernel(const T* input, const T* offset, const T* mask, T* cols, cons
   const int64_t units = batch * g.offset_groups * taps;
 #pragma omp parallel if (units * group_channels * out_hw > kParallelAbove)
   {
-    std::vector<BilinearSample<T>> samples(out_hw);
+    std::vector<DeformSample<T>> samples(out_hw);
 #pragma omp for schedule(static)
     for (int64_t unit = 0; unit < units; ++unit) {
       const int64_t tap = unit % taps, group = (unit / taps) % g.offset_groups, b = unit / (taps * g.offset_groups);
@@ -50,7 +48,7 @@ void im2col_kernel(const T* input, const T* offset, const T* mask, T* cols, cons
         const T* plane = input + (b * g.channels + c) * g.height * g.width;
         T* row = cols + layout.index(b, c * taps + tap, 0);
         for (int64_t pos = 0; pos < out_hw; ++pos) {
-          const BilinearSample<T>& s = samples[pos];
+          const DeformSample<T>& s = samples[pos];
           T value = T(0);
           if (s.valid) {
             T v[4];
@@ -73,7 +71,7 @@ void coordinate_grad_kernel(const T* grad_cols, const T* input, const T* offset,
   const int64_t plane_size = g.height * g.width, units = batch * g.offset_groups * taps;
 #pragma omp parallel if (units * group_channels * out_hw > kParallelAbove)
   {
-    std::vector<BilinearSample<T>> samples(out_hw);
+    std::vector<DeformSample<T>> samples(out_hw);
     std::vector<T> sum_dy(out_hw), sum_dx(out_hw), sum_value(out_hw);  // over the group's channels
 #pragma omp for schedule(static)
     for (int64_t unit = 0; unit < units; ++unit) {
@@ -90,7 +88,7 @@ void coordinate_grad_kernel(const T* grad_cols, const T* input, const T* offset,
         const T* grad_row = grad_cols + ((b * g.channels + c) * taps + tap) * out_hw;
         T* cols_row = cols ? cols + layout.index(b, c * taps + tap, 0) : nullptr;
         for (int64_t pos = 0; pos < out_hw; ++pos) {
-          const BilinearSample<T>& s = samples[pos];
+          const DeformSample<T>& s = samples[pos];
           if (!s.valid) {
             if (cols_row) cols_row[pos] = T(0);
             continue;
@@ -128,7 +126,7 @@ void input_grad_kernel(const T* grad_cols, const T* offset, const T* mask, T* gr
   const int64_t plane_size = g.height * g.width, planes = batch * g.channels;
 #pragma omp parallel if (planes * taps * out_hw > kParallelAbove)
   {
-    std::vector<BilinearSample<T>> samples(out_hw);
+    std::vector<DeformSample<T>> samples(out_hw);
 #pragma omp for schedule(static)
     for (int64_t plane = 0; plane < planes; ++plane) {
       const int64_t c = plane % g.channels, b = plane / g.channels;
@@ -140,7 +138,7 @@ void input_grad_kernel(const T* grad_cols, const T* offset, const T* mask, T* gr
         const T* tap_mask = mask ? mask + (b_group * taps + tap) * out_hw : nullptr;
         const T* grad_row = grad_cols + (plane * taps + tap) * out_hw;
         for (int64_t pos = 0; pos < out_hw; ++pos) {
-          const BilinearSample<T>& s = samples[pos];
+          const DeformSample<T>& s = samples[pos];
           if (!s.valid) continue;
           const T sent = (tap_mask ? tap_mask[pos] : T(1)) * grad_row[pos];
           for (int r = 0; r < 4; ++r) {

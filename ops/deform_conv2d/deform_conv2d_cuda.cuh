@@ -36,7 +36,7 @@ struct SampleIndex {
 // it is never read (it reads as 0) and never written.
 template <typename T>
 struct LocatedSample : SampleIndex {
-  BilinearSample<T> at;
+  DeformSample<T> at;
   T mask;
   int64_t neighbour[4];
   bool inside[4];

@@ -32,7 +32,7 @@ struct DeformGeometry : ConvGeometry {
 // (outside [-1, H) x [-1, W), or NaN); a valid sample may still have neighbours outside the map, which
 // read 0 and receive no gradient.
 template <typename T>
-struct BilinearSample {
+struct DeformSample {
   bool valid;
   int64_t y0, x0;
   T ly, lx;
@@ -40,17 +40,17 @@ struct BilinearSample {
 
 // The sample of tap (i, j) at output (p, q) with offsets (dy, dx): y = p*stride_h - pad_h + i*dilation_h + dy.
 template <typename T>
-MINIDET_HOST_DEVICE inline BilinearSample<T> locate_sample(const DeformGeometry& g, int64_t i, int64_t j,
+MINIDET_HOST_DEVICE inline DeformSample<T> locate_sample(const DeformGeometry& g, int64_t i, int64_t j,
                                                            int64_t p, int64_t q, T dy, T dx) {
   const T y = static_cast<T>(p * g.stride_h - g.pad_h + i * g.dilation_h) + dy;
   const T x = static_cast<T>(q * g.stride_w - g.pad_w + j * g.dilation_w) + dx;
-  BilinearSample<T> s{};
+  DeformSample<T> s{};
   // Written so that NaN compares false and lands in "not valid". y = -1 (or x = -1) exactly is valid: its
   // value is 0 anyway (the neighbours above it lie outside), but its derivative from the right is not, and
   // zero offsets put every border tap of a padded conv there (torchvision takes the same derivative).
   s.valid = y >= T(-1) && y < static_cast<T>(g.height) && x >= T(-1) && x < static_cast<T>(g.width);
   if (!s.valid) return s;
-  const T y_floor = floor(y), x_floor = floor(x);
+  const T y_floor = std::floor(y), x_floor = std::floor(x);
   s.y0 = static_cast<int64_t>(y_floor);
   s.x0 = static_cast<int64_t>(x_floor);
   s.ly = y - y_floor;
@@ -64,7 +64,7 @@ MINIDET_HOST_DEVICE inline bool neighbour_inside(int64_t y, int64_t x, int64_t h
 
 // The four neighbours of a valid sample in one channel plane (0 outside the map): v[r] for r as above.
 template <typename T>
-MINIDET_HOST_DEVICE inline void read_neighbours(const T* plane, const BilinearSample<T>& s, int64_t height,
+MINIDET_HOST_DEVICE inline void read_neighbours(const T* plane, const DeformSample<T>& s, int64_t height,
                                                 int64_t width, T v[4]) {
   for (int r = 0; r < 4; ++r) {
     const int64_t y = s.y0 + r / 2, x = s.x0 + r % 2;
@@ -73,21 +73,21 @@ MINIDET_HOST_DEVICE inline void read_neighbours(const T* plane, const BilinearSa
 }
 
 template <typename T>
-MINIDET_HOST_DEVICE inline T neighbour_weight(const BilinearSample<T>& s, int r) {
+MINIDET_HOST_DEVICE inline T neighbour_weight(const DeformSample<T>& s, int r) {
   return (r / 2 ? s.ly : T(1) - s.ly) * (r % 2 ? s.lx : T(1) - s.lx);
 }
 
 // S = sum_r weight_r v_r, and its derivatives along y and x (the weights are bilinear in ly, lx).
 template <typename T>
-MINIDET_HOST_DEVICE inline T interpolate(const BilinearSample<T>& s, const T v[4]) {
+MINIDET_HOST_DEVICE inline T interpolate(const DeformSample<T>& s, const T v[4]) {
   return (T(1) - s.ly) * ((T(1) - s.lx) * v[0] + s.lx * v[1]) + s.ly * ((T(1) - s.lx) * v[2] + s.lx * v[3]);
 }
 template <typename T>
-MINIDET_HOST_DEVICE inline T interpolate_dy(const BilinearSample<T>& s, const T v[4]) {
+MINIDET_HOST_DEVICE inline T interpolate_dy(const DeformSample<T>& s, const T v[4]) {
   return (T(1) - s.lx) * (v[2] - v[0]) + s.lx * (v[3] - v[1]);
 }
 template <typename T>
-MINIDET_HOST_DEVICE inline T interpolate_dx(const BilinearSample<T>& s, const T v[4]) {
+MINIDET_HOST_DEVICE inline T interpolate_dx(const DeformSample<T>& s, const T v[4]) {
   return (T(1) - s.ly) * (v[1] - v[0]) + s.ly * (v[3] - v[2]);
 }
 

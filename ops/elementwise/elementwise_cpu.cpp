@@ -1,11 +1,10 @@
 #include "core/for_each_run.h"
 #include "core/strided_indexer.h"
+#include "ops/common/parallel.h"
 #include "ops/elementwise/elementwise_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-constexpr int64_t kParallelAbove = 32768;
 
 // Each loop is compiled once per op (f is a lambda over a compile-time op code, visit_*_op in
 // elementwise_functors.h), so its body holds the op's formula and no switch. A run whose operands all have

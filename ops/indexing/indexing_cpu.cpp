@@ -1,12 +1,11 @@
 // CPU kernels for take / scatter_add along a dim and for where (the geometry is explained in
 // indexing_kernels.h). Loops sit in templates outside the dispatch lambdas so that `#pragma omp` can apply.
 #include "core/strided_indexer.h"
+#include "ops/common/parallel.h"
 #include "ops/indexing/indexing_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-constexpr int64_t kParallelAbove = 32768;
 
 inline int64_t index_offset(const AlongDim& g, int64_t o, int64_t i, int64_t r) {
   return o * g.index_stride_outer + i * g.index_stride_count + r * g.index_stride_inner;

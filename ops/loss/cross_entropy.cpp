@@ -42,26 +42,26 @@ void cross_entropy_backward_kernel(const Tensor& logits, const Tensor& target, c
 
 namespace {
 
-constexpr const char* kOp = "cross_entropy";
+constexpr const char* kCrossEntropyOp = "cross_entropy";
 
 void check_inputs(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& options) {
-  ops::check_defined(kOp, logits, "logits");
-  ops::check_defined(kOp, target, "target");
-  ops::check_floating(kOp, logits, "logits");
-  MINIDET_CHECK(logits.dim() == 2, kOp, ": expected logits of shape (N, C), got ", logits.sizes());
-  MINIDET_CHECK(target.dtype() == kInt64, kOp, ": expected target of dtype int64 (class indices), got ",
+  ops::check_defined(kCrossEntropyOp, logits, "logits");
+  ops::check_defined(kCrossEntropyOp, target, "target");
+  ops::check_floating(kCrossEntropyOp, logits, "logits");
+  MINIDET_CHECK(logits.dim() == 2, kCrossEntropyOp, ": expected logits of shape (N, C), got ", logits.sizes());
+  MINIDET_CHECK(target.dtype() == kInt64, kCrossEntropyOp, ": expected target of dtype int64 (class indices), got ",
                 target.dtype());
-  MINIDET_CHECK(target.dim() == 1 && target.size(0) == logits.size(0), kOp, ": expected target of shape (",
+  MINIDET_CHECK(target.dim() == 1 && target.size(0) == logits.size(0), kCrossEntropyOp, ": expected target of shape (",
                 logits.size(0), ",) to match logits ", logits.sizes(), ", got ", target.sizes());
-  ops::check_same_device(kOp, logits, "logits", target, "target");
+  ops::check_same_device(kCrossEntropyOp, logits, "logits", target, "target");
   if (options.weight.defined()) {
     const Tensor& weight = options.weight;
-    MINIDET_CHECK(weight.dim() == 1 && weight.size(0) == logits.size(1), kOp, ": expected weight of shape (",
+    MINIDET_CHECK(weight.dim() == 1 && weight.size(0) == logits.size(1), kCrossEntropyOp, ": expected weight of shape (",
                   logits.size(1), ",) (one per class), got ", weight.sizes());
-    ops::check_same_dtype(kOp, logits, "logits", weight, "weight");
-    ops::check_same_device(kOp, logits, "logits", weight, "weight");
+    ops::check_same_dtype(kCrossEntropyOp, logits, "logits", weight, "weight");
+    ops::check_same_device(kCrossEntropyOp, logits, "logits", weight, "weight");
   }
-  MINIDET_CHECK(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0, kOp,
+  MINIDET_CHECK(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0, kCrossEntropyOp,
                 ": expected label_smoothing in [0, 1], got ", options.label_smoothing);
 }
 
@@ -71,7 +71,7 @@ void check_targets(const Tensor& target, int64_t classes, int64_t ignore_index) 
   const std::vector<int64_t> values = target.to_vector<int64_t>();
   for (size_t i = 0; i < values.size(); ++i) {
     const int64_t t = values[i];
-    MINIDET_CHECK(t == ignore_index || (t >= 0 && t < classes), kOp, ": target ", t, " at index ", i,
+    MINIDET_CHECK(t == ignore_index || (t >= 0 && t < classes), kCrossEntropyOp, ": target ", t, " at index ", i,
                   " is out of range: expected a class in [0, ", classes, ") or ignore_index ", ignore_index);
   }
 }
@@ -114,7 +114,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
   if (options.reduction == Reduction::Mean) saved.push_back(total_weight);
   const Reduction reduction = options.reduction;
   // weight is not an input of the record: it is a constant of the loss, like PyTorch's.
-  autograd::record(kOp, {logits, target}, {out}, saved,
+  autograd::record(kCrossEntropyOp, {logits, target}, {out}, saved,
                    [params, reduction, has_weight](BackwardContext& ctx, const TensorList& g) -> TensorList {
                      const Tensor z = ctx.saved(0), t = ctx.saved(1), lse = ctx.saved(2);
                      const Tensor w = has_weight ? ctx.saved(3) : Tensor();

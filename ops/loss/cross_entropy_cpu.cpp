@@ -1,12 +1,11 @@
 // CPU cross_entropy kernels: one sample (row of C logits) at a time, samples in parallel, sums in double.
 #include <cmath>
 
+#include "ops/common/parallel.h"
 #include "ops/loss/cross_entropy_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
 void cross_entropy_forward_loop(const T* logits, const int64_t* target, const T* weight, int64_t samples,

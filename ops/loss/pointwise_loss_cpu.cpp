@@ -1,12 +1,11 @@
 // CPU loops for the pointwise losses: one element at a time through a strided indexer, like the
 // elementwise ops. grad_target shares grad_input's (contiguous) layout, so it needs no operand slot.
 #include "core/strided_indexer.h"
+#include "ops/common/parallel.h"
 #include "ops/loss/pointwise_loss_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
 void forward_loop(PointwiseLoss kind, T beta, const StridedIndexer<5>& ix, int64_t n, T* loss, const T* input,

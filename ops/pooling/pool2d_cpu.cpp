@@ -4,13 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/common/parallel.h"
 #include "ops/pooling/pool2d_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-// Below this many elements, waking a thread team costs more than the loop.
-constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
 void max_forward(const T* in, T* out, int64_t* indices, const PoolGeometry& g) {

@@ -4,12 +4,11 @@
 #include <numeric>
 #include <vector>
 
+#include "ops/common/parallel.h"
 #include "ops/reduction/reduction_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
 void extremum_rows_loop(Extremum kind, const T* x, RowLayout layout, T* values, int64_t* indices) {

@@ -34,16 +34,16 @@ ops::detail::RoiAlignGeometry ops::detail::roi_align_geometry(const Tensor& inpu
 namespace {
 
 using ops::detail::RoiAlignGeometry;
-constexpr const char* kOp = "roi_align";
+constexpr const char* kRoIAlignOp = "roi_align";
 
 RoiAlignGeometry validate(const Tensor& input, const Tensor& rois, const RoIAlignOptions& o) {
-  ops::check_roi_input(kOp, input);
-  MINIDET_CHECK(o.pooled_h >= 1 && o.pooled_w >= 1, kOp, ": expected output size >= 1, got (", o.pooled_h, ", ",
+  ops::check_roi_input(kRoIAlignOp, input);
+  MINIDET_CHECK(o.pooled_h >= 1 && o.pooled_w >= 1, kRoIAlignOp, ": expected output size >= 1, got (", o.pooled_h, ", ",
                 o.pooled_w, ")");
-  MINIDET_CHECK(std::isfinite(o.spatial_scale) && o.spatial_scale > 0, kOp,
+  MINIDET_CHECK(std::isfinite(o.spatial_scale) && o.spatial_scale > 0, kRoIAlignOp,
                 ": expected a finite spatial_scale > 0, got ", o.spatial_scale);
   // Last: on CUDA the value check is the op's one host synchronisation (see ops/common/roi_checks.h).
-  ops::check_rois(kOp, input, rois, 5, o.check_roi_values);
+  ops::check_rois(kRoIAlignOp, input, rois, 5, o.check_roi_values);
   return ops::detail::roi_align_geometry(input, rois, o);
 }
 
@@ -94,7 +94,7 @@ Tensor roi_align(const Tensor& input_any, const Tensor& rois_any, const RoIAlign
   autograd::TensorList saved = {rois, rois_need_grad ? input : Tensor()};
   if (g.max_mode) saved.push_back(argmax);
   const TensorOptions value_options = input.options();
-  autograd::record(kOp, {input_any, rois_any}, {output}, saved,
+  autograd::record(kRoIAlignOp, {input_any, rois_any}, {output}, saved,
                    [g, value_options](autograd::BackwardContext& ctx, const autograd::TensorList& grads)
                        -> autograd::TensorList {
                      const bool need_input = ctx.needs_input_grad(0), need_rois = ctx.needs_input_grad(1);

@@ -12,14 +12,14 @@
 namespace minidet {
 namespace {
 
-constexpr const char* kOp = "roi_align_rotated";
+constexpr const char* kRoIAlignRotatedOp = "roi_align_rotated";
 using ops::detail::RotatedGeometry;
 
 RotatedGeometry make_geometry(const Tensor& input, const Tensor& rois, const RoIAlignRotatedOptions& options) {
-  ops::check_roi_input(kOp, input);
-  ops::check_roi_pooling(kOp, options.pooled_h, options.pooled_w, options.spatial_scale);
-  ops::check_rois(kOp, input, rois, 6, options.check_roi_values);
-  MINIDET_CHECK(!(rois.requires_grad() && GradMode::is_enabled()), kOp,
+  ops::check_roi_input(kRoIAlignRotatedOp, input);
+  ops::check_roi_pooling(kRoIAlignRotatedOp, options.pooled_h, options.pooled_w, options.spatial_scale);
+  ops::check_rois(kRoIAlignRotatedOp, input, rois, 6, options.check_roi_values);
+  MINIDET_CHECK(!(rois.requires_grad() && GradMode::is_enabled()), kRoIAlignRotatedOp,
                 ": the gradient with respect to rois is not supported for the rotated op (only the input "
                 "gets one); pass rois.detach()");
   RotatedGeometry g;
@@ -64,7 +64,7 @@ Tensor roi_align_rotated(const Tensor& input_any, const Tensor& rois_any, const 
                             ops::detail::roi_align_rotated_forward_cuda(input, rois, output, g));
   }
   const Shape input_sizes = input_any.sizes();
-  autograd::record(kOp, {input_any}, {output}, {rois},
+  autograd::record(kRoIAlignRotatedOp, {input_any}, {output}, {rois},
                    [g, input_sizes](autograd::BackwardContext& ctx, const autograd::TensorList& grads)
                        -> autograd::TensorList { return {backward_raw(grads[0], ctx.saved(0), input_sizes, g)}; });
   return output;

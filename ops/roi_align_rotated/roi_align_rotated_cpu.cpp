@@ -13,7 +13,7 @@ namespace minidet::ops::detail {
 namespace {
 
 // Below this much work (samples x channels), waking a thread team costs more than the loop.
-constexpr int64_t kParallelAbove = 16384;
+constexpr int64_t kParallelAboveRotatedSamples = 16384;
 // Samples whose tables one chunk may hold: 2^18 samples are 16 MiB of offsets and weights in float64.
 constexpr int64_t kChunkSamples = int64_t(1) << 18;
 
@@ -81,7 +81,7 @@ void forward(const T* input, const T* rois, T* output, const RotatedGeometry& g)
   const int64_t plane_size = g.height * g.width, bins = g.pooled_h * g.pooled_w;
   for_each_chunk(rois, g, [&](int64_t first, int64_t end, const std::vector<RoISamples<T>>& tables) {
     const int64_t planes = (end - first) * g.channels;
-#pragma omp parallel for schedule(static) if (planes * bins > kParallelAbove)
+#pragma omp parallel for schedule(static) if (planes * bins > kParallelAboveRotatedSamples)
     for (int64_t plane = 0; plane < planes; ++plane) {
       const RoISamples<T>& t = tables[plane / g.channels];
       const int64_t c = plane % g.channels, k = first + plane / g.channels;
@@ -104,7 +104,7 @@ template <typename T>
 void backward(const T* grad_output, const T* rois, T* grad_input, const RotatedGeometry& g) {
   const int64_t plane_size = g.height * g.width, bins = g.pooled_h * g.pooled_w;
   for_each_chunk(rois, g, [&](int64_t first, int64_t end, const std::vector<RoISamples<T>>& tables) {
-#pragma omp parallel for schedule(static) if (g.channels * (end - first) * bins > kParallelAbove)
+#pragma omp parallel for schedule(static) if (g.channels * (end - first) * bins > kParallelAboveRotatedSamples)
     for (int64_t c = 0; c < g.channels; ++c) {
       for (int64_t k = first; k < end; ++k) {
         const RoISamples<T>& t = tables[k - first];

@@ -10,14 +10,14 @@
 namespace minidet {
 namespace {
 
-constexpr const char* kOp = "roi_pool";
+constexpr const char* kRoIPoolOp = "roi_pool";
 using ops::detail::RoIPoolGeometry;
 
 RoIPoolGeometry make_geometry(const Tensor& input, const Tensor& rois, std::array<int64_t, 2> output_size,
                               double spatial_scale, bool check_roi_values) {
-  ops::check_roi_input(kOp, input);
-  ops::check_roi_pooling(kOp, output_size[0], output_size[1], spatial_scale);
-  ops::check_rois(kOp, input, rois, 5, check_roi_values);
+  ops::check_roi_input(kRoIPoolOp, input);
+  ops::check_roi_pooling(kRoIPoolOp, output_size[0], output_size[1], spatial_scale);
+  ops::check_rois(kRoIPoolOp, input, rois, 5, check_roi_values);
   RoIPoolGeometry g;
   g.num_rois = rois.size(0);
   g.channels = input.size(1);
@@ -62,7 +62,7 @@ RoIPoolResult roi_pool_with_argmax(const Tensor& input_any, const Tensor& rois_a
                             ops::detail::roi_pool_forward_cuda(input, rois, result.output, result.argmax, g));
   }
   const Shape input_sizes = input_any.sizes();
-  autograd::record(kOp, {input_any, rois_any}, {result.output}, {rois, result.argmax},
+  autograd::record(kRoIPoolOp, {input_any, rois_any}, {result.output}, {rois, result.argmax},
                    [g, input_sizes](autograd::BackwardContext& ctx, const autograd::TensorList& grads)
                        -> autograd::TensorList {
                      const Tensor rois = ctx.saved(0);

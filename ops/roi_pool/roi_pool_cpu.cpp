@@ -10,7 +10,7 @@ namespace minidet::ops::detail {
 namespace {
 
 // Below this many output elements, waking a thread team costs more than the loop.
-constexpr int64_t kParallelAbove = 4096;
+constexpr int64_t kParallelAboveBins = 4096;
 
 template <typename T>
 void forward(const T* input, const T* rois, T* output, int64_t* argmax, const RoIPoolGeometry& g) {
@@ -19,11 +19,11 @@ void forward(const T* input, const T* rois, T* output, int64_t* argmax, const Ro
   // A bin's extent depends on its RoI, not on the channel: cut every RoI's bins once (roi_pool_bin's exact
   // arithmetic, whose std::fma is a slow library call on CPUs built without FMA instructions) and share them.
   std::vector<RoIPoolBin> extents(g.num_rois * bins);
-#pragma omp parallel for schedule(static) if (g.num_rois * bins > kParallelAbove)
+#pragma omp parallel for schedule(static) if (g.num_rois * bins > kParallelAboveBins)
   for (int64_t k = 0; k < g.num_rois; ++k)
     for (int64_t b = 0; b < bins; ++b)
       extents[k * bins + b] = roi_pool_bin(rois + k * 5, g, b / g.pooled_width, b % g.pooled_width);
-#pragma omp parallel for schedule(static) if (planes * bins > kParallelAbove)
+#pragma omp parallel for schedule(static) if (planes * bins > kParallelAboveBins)
   for (int64_t plane = 0; plane < planes; ++plane) {
     const int64_t k = plane / g.channels, c = plane % g.channels;
     const int64_t batch = static_cast<int64_t>(rois[k * 5]);
@@ -38,7 +38,7 @@ void backward(const T* grad_output, const T* rois, const int64_t* argmax, T* gra
   const int64_t plane_size = g.height * g.width, bins = g.pooled_height * g.pooled_width;
   std::vector<int64_t> batch(g.num_rois);
   for (int64_t k = 0; k < g.num_rois; ++k) batch[k] = static_cast<int64_t>(rois[k * 5]);
-#pragma omp parallel for schedule(static) if (g.num_rois * g.channels * bins > kParallelAbove)
+#pragma omp parallel for schedule(static) if (g.num_rois * g.channels * bins > kParallelAboveBins)
   for (int64_t c = 0; c < g.channels; ++c) {
     for (int64_t k = 0; k < g.num_rois; ++k) {
       T* destination = grad_input + (batch[k] * g.channels + c) * plane_size;

@@ -2,12 +2,11 @@
 // the reference the CUDA kernels are checked against).
 #include <cmath>
 
+#include "ops/common/parallel.h"
 #include "ops/softmax/softmax_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
 void softmax_forward_loop(const T* x, RowLayout layout, T* y, bool log) {

@@ -5,12 +5,11 @@
 #include <utility>
 #include <vector>
 
+#include "ops/common/parallel.h"
 #include "ops/sort/sort_kernels.h"
 
 namespace minidet::ops::detail {
 namespace {
-
-constexpr int64_t kParallelAbove = 32768;
 
 template <typename T>
 void sort_rows_loop(const T* x, RowLayout layout, bool descending, T* values, int64_t* indices) {
