@@ -2,6 +2,9 @@
 #
 # Every layer is built the same way: all .cpp files under the layer's folder, plus its .cu files when CUDA
 # is on. Sources are globbed so that adding an op means adding a folder, never editing a central list.
+# With MINIDET_UNITY_BUILD the .cpp files compile in batches, so two files of one layer may not define the
+# same name at namespace scope, even inside an anonymous namespace: shared constants live in a header
+# (ops/common/parallel.h), and a file's own helpers get names of their own.
 #
 # Headers are included as "core/tensor.h" from the source root while building, and from
 # <prefix>/include/minidet once installed (cmake/MinidetInstall.cmake); each layer is minidet::<layer> in
@@ -27,6 +30,12 @@ function(minidet_add_layer layer)
       $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall>)
     set_target_properties(minidet_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON
                           CUDA_SEPARABLE_COMPILATION OFF)
+    if(MINIDET_UNITY_BUILD)  # the .cpp files in batches of 8 (top-level CMakeLists.txt says why); .cu files alone
+      set_target_properties(minidet_${layer} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+      if(_cu)
+        set_source_files_properties(${_cu} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+      endif()
+    endif()
   endif()
   set_target_properties(minidet_${layer} PROPERTIES EXPORT_NAME ${layer})
   add_library(minidet::${layer} ALIAS minidet_${layer})
