@@ -1,6 +1,10 @@
 // RoI ops benchmark: a table of ops x workloads, forward and forward+backward, CPU and GPU (float32).
 //
 //   bench_roi_ops [--json PATH] [--cpu-reps N] [--gpu-reps N] [--skip-cpu] [--skip-gpu]
+//                 [--op NAME] [--workload big|tiny] [--pass NAME]
+//
+// --op, --workload and --pass keep only the rows they name, so that a profiler sees one combination, e.g.
+//   ncu bench_roi_ops --skip-cpu --op roi_pool --workload tiny --pass "fwd+bwd det"   (scripts/gpu/profile.sh)
 //
 // Workloads (kWorkloads): a detector's box head on an FPN level, (2,256,200,272) features with 2000 RoIs at
 // scale 1/4, and a small one, (8,64,32,32) with 1024 RoIs at scale 1/8; 7x7 bins, sampling 2, aligned.
@@ -17,6 +21,7 @@
 // not installed), so its rows are minidet's alone, with no ratio.
 //
 // To add an op: append a RoiOp to kOps (its name is the JSON "bench" field; the twin script uses the same).
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -50,6 +55,13 @@ const std::vector<Workload> kWorkloads = {
     {2, 256, 200, 272, 2000, 0.25, 7, 2},
     {8, 64, 32, 32, 1024, 0.125, 7, 2},
 };
+const char* kWorkloadNames[2] = {"big", "tiny"};  // --workload
+
+// The rows to time: empty = all.
+struct Only {
+  std::string op, workload, pass;
+};
+Only g_only;
 
 // The shared RoI generator (mirrored in roi_ops_torch.py): uniform doubles from a 64-bit LCG.
 struct Lcg {
@@ -138,9 +150,13 @@ void time_all(const std::string& device_name, const Device& device,
               const std::function<double(const std::function<void()>&)>& time_ms) {
   std::printf("%-18s %-34s %-12s %10s\n", "op", "workload", "pass", "median_ms");
   for (const RoiOp& op : kOps) {
-    for (const Workload& wl : kWorkloads) {
+    if (!g_only.op.empty() && op.bench != g_only.op) continue;
+    for (size_t w = 0; w < kWorkloads.size(); ++w) {
+      if (!g_only.workload.empty() && g_only.workload != kWorkloadNames[w]) continue;
+      const Workload& wl = kWorkloads[w];
       Run run(op, wl, device);
       for (int pass = 0; pass < 4; ++pass) {
+        if (!g_only.pass.empty() && g_only.pass != kPasses[pass]) continue;
         DeterministicGuard deterministic(pass == 3);
         const double ms = time_ms([&] { pass >= 2 ? run.forward_backward() : run.forward(pass == 0); });
         std::printf("%-18s %-34s %-12s %10.3f\n", op.bench.c_str(), wl.label().c_str(), kPasses[pass], ms);
@@ -153,7 +169,27 @@ void time_all(const std::string& device_name, const Device& device,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bench::Args args = bench::parse_args(argc, argv, 3);
+  const auto only = [](int argc, char** argv, int& i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) return false;
+    std::string* field = arg == "--op" ? &g_only.op : arg == "--workload" ? &g_only.workload
+                       : arg == "--pass" ? &g_only.pass : nullptr;
+    if (field) *field = argv[++i];
+    return field != nullptr;
+  };
+  const bench::Args args = bench::parse_args(argc, argv, 3, only, "[--op NAME] [--workload big|tiny] [--pass NAME]");
+  const auto known = [](const std::string& value, const std::vector<std::string>& names, const char* flag) {
+    if (value.empty() || std::find(names.begin(), names.end(), value) != names.end()) return;
+    std::string list;
+    for (const std::string& name : names) list += " '" + name + "'";
+    std::fprintf(stderr, "bench_roi_ops: %s '%s' is none of%s\n", flag, value.c_str(), list.c_str());
+    std::exit(2);
+  };
+  std::vector<std::string> op_names;
+  for (const RoiOp& op : kOps) op_names.push_back(op.bench);
+  known(g_only.op, op_names, "--op");
+  known(g_only.workload, {kWorkloadNames[0], kWorkloadNames[1]}, "--workload");
+  known(g_only.pass, {kPasses[0], kPasses[1], kPasses[2], kPasses[3]}, "--pass");
   return bench::run(
       args,
       [&] {

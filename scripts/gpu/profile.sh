@@ -2,6 +2,9 @@
 # Part `profile` of scripts/gpu-check.sh (sourced by it: $OUT, $summary and note() come from there).
 # ncu over a few training steps at batch 8, summed by kernel with the floor (scripts/ncu-summary.py;
 # PROFILE_SKIP, PROFILE_COUNT launches, PROFILE_TOP rows); not in `all`
+# PROFILE_ROI="op/workload/pass,..." profiles those rows of bench_roi_ops instead, one ncu run each, summed
+# per iteration (the rows' value check runs once per iteration), e.g.
+#   PROFILE_ROI="roi_pool/tiny/fwd+bwd,roi_pool/tiny/fwd+bwd det" bash scripts/gpu-check.sh profile
 # Where a training step's GPU time goes, kernel by kernel, and the floor under it: ncu over a few steps of
 # `minidet train` at batch 8 (graph nodes profiled one by one), after PROFILE_SKIP launches of warm-up, with
 # the caches left warm between kernels (--cache-control none) and the clocks free (--clock-control none), as in
@@ -14,8 +17,24 @@ case "$gpu_name" in
   *H100*) dram_tbs=3.35 ;;
   *) dram_tbs=0 ;;  # unknown board: no floor, times only
 esac
-note "== profile (ncu on $gpu_name, ${PROFILE_COUNT:-1700} launches after ${PROFILE_SKIP:-12000})"
 metrics=$(python3 scripts/ncu-summary.py --print-metrics)
+if [[ -n ${PROFILE_ROI:-} ]]; then
+  note "== profile (ncu on $gpu_name, rows of bench_roi_ops)"
+  IFS=, read -ra rows <<<"$PROFILE_ROI"
+  for row in "${rows[@]}"; do
+    IFS=/ read -r op workload pass <<<"$row"
+    csv="$OUT/kernels-${op}-${workload}-${pass//[^a-z]/_}.csv"
+    note "-- $op, $workload, $pass: ncu over ${PROFILE_COUNT:-300} launches after ${PROFILE_SKIP:-200}"
+    ncu --launch-skip "${PROFILE_SKIP:-200}" --launch-count "${PROFILE_COUNT:-300}" --cache-control none \
+      --clock-control none --print-units base --metrics "$metrics" --csv \
+      build/gpu/bench/bench_roi_ops --skip-cpu --gpu-reps 50 --op "$op" --workload "$workload" --pass "$pass" \
+      >"$csv" 2>>"$OUT/profile.err"
+    python3 scripts/ncu-summary.py "$csv" --step-kernel first_bad_roi_kernel:1 --top "${PROFILE_TOP:-12}" \
+      --dram-tbs "$dram_tbs" --fp32-tflops 66.9 2>&1 | tee -a "$summary"
+  done
+  return 0
+fi
+note "== profile (ncu on $gpu_name, ${PROFILE_COUNT:-1700} launches after ${PROFILE_SKIP:-12000})"
 ncu --graph-profiling node --launch-skip "${PROFILE_SKIP:-12000}" --launch-count "${PROFILE_COUNT:-1700}" \
   --cache-control none --clock-control none --print-units base --metrics "$metrics" --csv \
   build/gpu/examples/minidet/minidet train --device cuda \
