@@ -56,8 +56,8 @@ void check_inputs(const Tensor& logits, const Tensor& target, const CrossEntropy
   ops::check_same_device(kCrossEntropyOp, logits, "logits", target, "target");
   if (options.weight.defined()) {
     const Tensor& weight = options.weight;
-    MINIDET_CHECK(weight.dim() == 1 && weight.size(0) == logits.size(1), kCrossEntropyOp, ": expected weight of shape (",
-                  logits.size(1), ",) (one per class), got ", weight.sizes());
+    MINIDET_CHECK(weight.dim() == 1 && weight.size(0) == logits.size(1), kCrossEntropyOp,
+                  ": expected weight of shape (", logits.size(1), ",) (one per class), got ", weight.sizes());
     ops::check_same_dtype(kCrossEntropyOp, logits, "logits", weight, "weight");
     ops::check_same_device(kCrossEntropyOp, logits, "logits", weight, "weight");
   }
