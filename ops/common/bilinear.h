@@ -105,12 +105,13 @@ MINIDET_HOST_DEVICE inline BilinearSample<T> bilinear_sample(T y, T x, int64_t h
   return s;
 }
 
-// sum_k weight[k] * plane[offset[k]]: the interpolated value (0 when the point is outside).
+// sum_k weight[k] * plane[offset[k] * stride]: the interpolated value (0 when the point is outside). stride is
+// the distance between neighbouring pixels: 1 in a plane, C in a channel-last (H, W, C) map.
 template <typename T>
-MINIDET_HOST_DEVICE inline T bilinear_interpolate(const BilinearSample<T>& s, const T* plane) {
+MINIDET_HOST_DEVICE inline T bilinear_interpolate(const BilinearSample<T>& s, const T* plane, int64_t stride = 1) {
   if (!s.inside) return T(0);
-  return s.weight[0] * plane[s.offset[0]] + s.weight[1] * plane[s.offset[1]] + s.weight[2] * plane[s.offset[2]] +
-         s.weight[3] * plane[s.offset[3]];
+  return s.weight[0] * plane[s.offset[0] * stride] + s.weight[1] * plane[s.offset[1] * stride] +
+         s.weight[2] * plane[s.offset[2] * stride] + s.weight[3] * plane[s.offset[3] * stride];
 }
 
 }  // namespace minidet::ops

@@ -98,24 +98,17 @@ void forward_kernel(const T* input_nhwc, const T* rois, T* output, int64_t* argm
       int64_t* arg = argmax ? argmax + (k * C + c0) * bins : nullptr;
       const int64_t count = box.count();
       for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
-        // Per channel, the samples in order, each value bilinear_interpolate's expression term by term (so
-        // the bits of roi_align.h's formula): avg sums them from 0 then divides by the count; max keeps the
-        // first sample that wins (max_sample_wins), starting from sample 0.
+        // Per channel, the samples in order, each value bilinear_interpolate's (the bits of roi_align.h's
+        // formula) read at stride C: avg sums them from 0 then divides by the count; max keeps the first
+        // sample that wins (max_sample_wins), starting from sample 0.
         T value[kForwardChannels];
         int64_t best_index[kForwardChannels] = {};
         if (!g.max_mode)
           for (int64_t i = 0; i < width; ++i) value[i] = T(0);
         for (int64_t s = 0; s < count; ++s) {
-          const BilinearSample<T>& w = sample[s].bilinear;
+          const BilinearSample<T> w = sample[s].bilinear;  // a copy: the compiler sees no store can change it
           T v[kForwardChannels];
-          if (w.inside) {
-            const T *f0 = features + w.offset[0] * C, *f1 = features + w.offset[1] * C;
-            const T *f2 = features + w.offset[2] * C, *f3 = features + w.offset[3] * C;
-            const T w0 = w.weight[0], w1 = w.weight[1], w2 = w.weight[2], w3 = w.weight[3];
-            for (int64_t i = 0; i < width; ++i) v[i] = w0 * f0[i] + w1 * f1[i] + w2 * f2[i] + w3 * f3[i];
-          } else {
-            for (int64_t i = 0; i < width; ++i) v[i] = T(0);
-          }
+          for (int64_t i = 0; i < width; ++i) v[i] = bilinear_interpolate(w, features + i, C);
           if (!g.max_mode) {
             for (int64_t i = 0; i < width; ++i) value[i] += v[i];
           } else if (s == 0) {
