@@ -40,6 +40,7 @@ using bench::emit;
 namespace {
 
 struct Workload {
+  const char* name;  // --workload
   int64_t n, c, h, w, rois;
   double scale;  // feature pixels per image pixel
   int64_t pooled, sampling;
@@ -52,10 +53,9 @@ struct Workload {
 };
 
 const std::vector<Workload> kWorkloads = {
-    {2, 256, 200, 272, 2000, 0.25, 7, 2},
-    {8, 64, 32, 32, 1024, 0.125, 7, 2},
+    {"big", 2, 256, 200, 272, 2000, 0.25, 7, 2},
+    {"tiny", 8, 64, 32, 32, 1024, 0.125, 7, 2},
 };
-const char* kWorkloadNames[2] = {"big", "tiny"};  // --workload
 
 // The rows to time: empty = all.
 struct Only {
@@ -151,9 +151,8 @@ void time_all(const std::string& device_name, const Device& device,
   std::printf("%-18s %-34s %-12s %10s\n", "op", "workload", "pass", "median_ms");
   for (const RoiOp& op : kOps) {
     if (!g_only.op.empty() && op.bench != g_only.op) continue;
-    for (size_t w = 0; w < kWorkloads.size(); ++w) {
-      if (!g_only.workload.empty() && g_only.workload != kWorkloadNames[w]) continue;
-      const Workload& wl = kWorkloads[w];
+    for (const Workload& wl : kWorkloads) {
+      if (!g_only.workload.empty() && g_only.workload != wl.name) continue;
       Run run(op, wl, device);
       for (int pass = 0; pass < 4; ++pass) {
         if (!g_only.pass.empty() && g_only.pass != kPasses[pass]) continue;
@@ -185,10 +184,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_roi_ops: %s '%s' is none of%s\n", flag, value.c_str(), list.c_str());
     std::exit(2);
   };
-  std::vector<std::string> op_names;
+  std::vector<std::string> op_names, workload_names;
   for (const RoiOp& op : kOps) op_names.push_back(op.bench);
+  for (const Workload& wl : kWorkloads) workload_names.push_back(wl.name);
   known(g_only.op, op_names, "--op");
-  known(g_only.workload, {kWorkloadNames[0], kWorkloadNames[1]}, "--workload");
+  known(g_only.workload, workload_names, "--workload");
   known(g_only.pass, {kPasses[0], kPasses[1], kPasses[2], kPasses[3]}, "--pass");
   return bench::run(
       args,

@@ -41,7 +41,7 @@ struct DeformSample {
 // The sample of tap (i, j) at output (p, q) with offsets (dy, dx): y = p*stride_h - pad_h + i*dilation_h + dy.
 template <typename T>
 MINIDET_HOST_DEVICE inline DeformSample<T> locate_sample(const DeformGeometry& g, int64_t i, int64_t j,
-                                                           int64_t p, int64_t q, T dy, T dx) {
+                                                         int64_t p, int64_t q, T dy, T dx) {
   const T y = static_cast<T>(p * g.stride_h - g.pad_h + i * g.dilation_h) + dy;
   const T x = static_cast<T>(q * g.stride_w - g.pad_w + j * g.dilation_w) + dx;
   DeformSample<T> s{};
