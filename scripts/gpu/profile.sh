@@ -3,7 +3,8 @@
 # ncu over a few training steps at batch 8, summed by kernel with the floor (scripts/ncu-summary.py;
 # PROFILE_SKIP, PROFILE_COUNT launches, PROFILE_TOP rows); not in `all`
 # PROFILE_ROI="op/workload/pass,..." profiles those rows of bench_roi_ops instead, one ncu run each, summed
-# per iteration (the rows' value check runs once per iteration), e.g.
+# per iteration (the rows' value check runs once per iteration; a "fwd nocheck" row has none, so its totals
+# are for all the launches), e.g.
 #   PROFILE_ROI="roi_pool/tiny/fwd+bwd,roi_pool/tiny/fwd+bwd det" bash scripts/gpu-check.sh profile
 # Where a training step's GPU time goes, kernel by kernel, and the floor under it: ncu over a few steps of
 # `minidet train` at batch 8 (graph nodes profiled one by one), after PROFILE_SKIP launches of warm-up, with
@@ -17,7 +18,9 @@ case "$gpu_name" in
   *H100*) dram_tbs=3.35 ;;
   *) dram_tbs=0 ;;  # unknown board: no floor, times only
 esac
-metrics=$(python3 scripts/ncu-summary.py --print-metrics)
+# Both uses: caches warm between kernels, clocks free, the floor's metrics, one CSV row per metric.
+ncu_flags=(--cache-control none --clock-control none --print-units base --csv
+           --metrics "$(python3 scripts/ncu-summary.py --print-metrics)")
 if [[ -n ${PROFILE_ROI:-} ]]; then
   note "== profile (ncu on $gpu_name, rows of bench_roi_ops)"
   IFS=, read -ra rows <<<"$PROFILE_ROI"
@@ -25,8 +28,7 @@ if [[ -n ${PROFILE_ROI:-} ]]; then
     IFS=/ read -r op workload pass <<<"$row"
     csv="$OUT/kernels-${op}-${workload}-${pass//[^a-z]/_}.csv"
     note "-- $op, $workload, $pass: ncu over ${PROFILE_COUNT:-300} launches after ${PROFILE_SKIP:-200}"
-    ncu --launch-skip "${PROFILE_SKIP:-200}" --launch-count "${PROFILE_COUNT:-300}" --cache-control none \
-      --clock-control none --print-units base --metrics "$metrics" --csv \
+    ncu --launch-skip "${PROFILE_SKIP:-200}" --launch-count "${PROFILE_COUNT:-300}" "${ncu_flags[@]}" \
       build/gpu/bench/bench_roi_ops --skip-cpu --gpu-reps 50 --op "$op" --workload "$workload" --pass "$pass" \
       >"$csv" 2>>"$OUT/profile.err"
     python3 scripts/ncu-summary.py "$csv" --step-kernel first_bad_roi_kernel:1 --top "${PROFILE_TOP:-12}" \
@@ -36,8 +38,7 @@ if [[ -n ${PROFILE_ROI:-} ]]; then
 fi
 note "== profile (ncu on $gpu_name, ${PROFILE_COUNT:-1700} launches after ${PROFILE_SKIP:-12000})"
 ncu --graph-profiling node --launch-skip "${PROFILE_SKIP:-12000}" --launch-count "${PROFILE_COUNT:-1700}" \
-  --cache-control none --clock-control none --print-units base --metrics "$metrics" --csv \
-  build/gpu/examples/minidet/minidet train --device cuda \
+  "${ncu_flags[@]}" build/gpu/examples/minidet/minidet train --device cuda \
   --out /tmp/minidet-profile --set schedule.steps=60 --set schedule.eval_every=1000 >"$OUT/kernels.csv" 2>"$OUT/profile.err"
 note "ncu exit code $?"
 python3 scripts/ncu-summary.py "$OUT/kernels.csv" --top "${PROFILE_TOP:-40}" --dram-tbs "$dram_tbs" --fp32-tflops 66.9 \
