@@ -37,9 +37,13 @@ std::vector<int64_t> nms_rotated_host(const char* op, const NmsRotatedArgs& args
   }
 
   // Asked as IoU(kept, later), the order the CUDA mask uses too.
-  return greedy_nms(n, classes ? sorted_class.data() : nullptr, order, [&](int64_t head, int64_t p) {
+  const auto suppresses = [&](int64_t head, int64_t p) {
     return rotated_suppresses(sorted[static_cast<size_t>(head)], sorted[static_cast<size_t>(p)], threshold);
-  });
+  };
+  return greedy_nms(n, classes ? sorted_class.data() : nullptr, order,
+                    [&](const std::vector<int64_t>& positions, std::vector<int64_t>& kept) {
+                      greedy_pass(positions, suppresses, kept);
+                    });
 }
 
 }  // namespace

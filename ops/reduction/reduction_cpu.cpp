@@ -48,20 +48,28 @@ bool comes_before(bool largest, T a, T b) {
   return (!is_nan_value(a) && is_nan_value(b)) || a < b;
 }
 
+// Elements of all rows above which the rows are shared among threads: an element costs about log2(k)
+// comparisons, several times the light work of kParallelAbove.
+constexpr int64_t kParallelAboveTopkElements = 8192;
+
 template <typename T>
 void topk_loop(const T* x, int64_t rows, int64_t n, int64_t k, bool largest, T* values, int64_t* indices) {
-#pragma omp parallel for if (rows * n > kParallelAbove)
+#pragma omp parallel for if (rows > 1 && rows * n > kParallelAboveTopkElements)
   for (int64_t row = 0; row < rows; ++row) {
     const T* in = x + row * n;
     std::vector<int64_t> order(n);
     std::iota(order.begin(), order.end(), int64_t{0});
     // Equal values fall back to the index, a strict total order: the result is the stable sort's prefix,
-    // which is what the CUDA radix sort (stable) produces too.
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t i, int64_t j) {
+    // which is what the CUDA radix sort (stable) produces too. Any selection then gives the same k, so the
+    // k first are found in linear time and only they are sorted (half the time of a heap's partial_sort
+    // for an RPN's 1000 of 2304 anchors).
+    const auto before = [&](int64_t i, int64_t j) {
       if (comes_before(largest, in[i], in[j])) return true;
       if (comes_before(largest, in[j], in[i])) return false;
       return i < j;
-    });
+    };
+    if (k < n) std::nth_element(order.begin(), order.begin() + k, order.end(), before);
+    std::sort(order.begin(), order.begin() + k, before);
     for (int64_t j = 0; j < k; ++j) {
       values[row * k + j] = in[order[j]];
       indices[row * k + j] = order[j];
