@@ -6,13 +6,19 @@
 //   forward       on a channel-last copy of the input, parallel over (RoI, block of 64 channels): each task
 //                 writes only its own output planes, reads each sample's geometry once for the block, and
 //                 its four neighbours as four runs of contiguous channels (a loop the compiler vectorises).
-//   grad input    parallel over (image, block of 8 channels): a thread owns those planes of the input
-//                 gradient and adds the chunk's RoIs of that image in RoI order, reading each sample's
-//                 neighbours once for the block. No atomics, no races, and the sums run in one fixed
-//                 order, so the result is deterministic.
+//                 The block's bins are gathered in a small tile first, so that each output plane is then
+//                 written in one contiguous run rather than one value per bin at a stride of ph * pw.
+//   grad input    channel-last too, into an (N, H, W, C) buffer, parallel over (image, block of channels): a
+//                 thread owns those channels of the image and adds the image's RoIs in RoI order, each
+//                 neighbour's share to a run of contiguous channels (vectorised); at the end it copies its
+//                 channels into the (N, C, H, W) gradient. No atomics, no races, and each element's terms
+//                 are added in one fixed order, so the result is deterministic.
 //   grad rois     parallel over RoIs: each RoI's four coordinates are owned by one thread that sums over
 //                 channels, bins and samples in a fixed order.
+#include <omp.h>
+
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "ops/roi_align/roi_align_kernels.h"
@@ -22,8 +28,6 @@ namespace {
 
 // Samples per chunk: bounds the geometry buffer (~150 bytes per sample in float64) whatever K is.
 constexpr int64_t kSamplesPerChunk = int64_t(1) << 16;
-// Channels per task of the forward and of the input gradient: one read of a sample's geometry serves them all.
-constexpr int64_t kChannelBlock = 8;
 
 template <typename T>
 struct ChunkGeometry {
@@ -86,107 +90,149 @@ void forward_kernel(const T* input_nhwc, const T* rois, T* output, int64_t* argm
   for (size_t b = 0; b + 1 < bounds.size(); ++b) {
     build_chunk(rois, bounds[b], bounds[b + 1], g, chunk);
     const int64_t tasks = (chunk.end_roi - chunk.first_roi) * blocks;
-#pragma omp parallel for schedule(static)
-    for (int64_t task = 0; task < tasks; ++task) {
-      // A task is one RoI and a block of channels: each sample's geometry is read once for the whole block.
-      const int64_t r = task / blocks, c0 = task % blocks * kForwardChannels, k = chunk.first_roi + r;
-      const int64_t width = std::min(kForwardChannels, C - c0);
-      const RoiBox<T>& box = chunk.boxes[r];
-      const T* features = input_nhwc + box.batch * plane * C + c0;  // pixel o, channel c0 + i: o * C + i
-      const RoiSample<T>* sample = chunk.samples.data() + chunk.sample_start[r];
-      T* out = output + (k * C + c0) * bins;  // channel c0 + i at i * bins
-      int64_t* arg = argmax ? argmax + (k * C + c0) * bins : nullptr;
-      const int64_t count = box.count();
-      for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
-        // Per channel, the samples in order, each value bilinear_interpolate's (the bits of roi_align.h's
-        // formula) read at stride C: avg sums them from 0 then divides by the count; max keeps the first
-        // sample that wins (max_sample_wins), starting from sample 0.
-        T value[kForwardChannels];
-        int64_t best_index[kForwardChannels] = {};
-        if (!g.max_mode)
-          for (int64_t i = 0; i < width; ++i) value[i] = T(0);
-        for (int64_t s = 0; s < count; ++s) {
-          const BilinearSample<T> w = sample[s].bilinear;  // a copy: the compiler sees no store can change it
-          T v[kForwardChannels];
-          for (int64_t i = 0; i < width; ++i) v[i] = bilinear_interpolate(w, features + i, C);
-          if (!g.max_mode) {
-            for (int64_t i = 0; i < width; ++i) value[i] += v[i];
-          } else if (s == 0) {
-            for (int64_t i = 0; i < width; ++i) value[i] = v[i];
-          } else {
-            for (int64_t i = 0; i < width; ++i)
-              if (max_sample_wins(v[i], value[i])) {
+#pragma omp parallel
+    {
+      // The task's results, bin by bin: tile[bin * kForwardChannels + i] for channel c0 + i.
+      std::vector<T> tile(static_cast<size_t>(bins * kForwardChannels));
+      std::vector<int64_t> best_tile(g.max_mode ? tile.size() : 0);
+#pragma omp for schedule(static)
+      for (int64_t task = 0; task < tasks; ++task) {
+        // A task is one RoI and a block of channels: each sample's geometry is read once for the whole block.
+        const int64_t r = task / blocks, c0 = task % blocks * kForwardChannels, k = chunk.first_roi + r;
+        const int64_t width = std::min(kForwardChannels, C - c0);
+        const RoiBox<T>& box = chunk.boxes[r];
+        const T* features = input_nhwc + box.batch * plane * C + c0;  // pixel o, channel c0 + i: o * C + i
+        const RoiSample<T>* sample = chunk.samples.data() + chunk.sample_start[r];
+        const int64_t count = box.count();
+        for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
+          // Per channel, the samples in order, each value bilinear_interpolate's (the bits of roi_align.h's
+          // formula) read at stride C: avg sums them from 0 then divides by the count; max keeps the first
+          // sample that wins (max_sample_wins), starting from sample 0.
+          T* value = tile.data() + bin * kForwardChannels;
+          if (!g.max_mode)
+            for (int64_t i = 0; i < width; ++i) value[i] = T(0);
+          for (int64_t s = 0; s < count; ++s) {
+            const BilinearSample<T> w = sample[s].bilinear;  // a copy: the compiler sees no store can change it
+            T v[kForwardChannels];
+            for (int64_t i = 0; i < width; ++i) v[i] = bilinear_interpolate(w, features + i, C);
+            if (!g.max_mode) {
+              for (int64_t i = 0; i < width; ++i) value[i] += v[i];
+            } else if (s == 0) {
+              int64_t* best = best_tile.data() + bin * kForwardChannels;
+              for (int64_t i = 0; i < width; ++i) {
                 value[i] = v[i];
-                best_index[i] = s;
+                best[i] = 0;
               }
+            } else {
+              int64_t* best = best_tile.data() + bin * kForwardChannels;
+              for (int64_t i = 0; i < width; ++i)
+                if (max_sample_wins(v[i], value[i])) {
+                  value[i] = v[i];
+                  best[i] = s;
+                }
+            }
           }
+          if (!g.max_mode)
+            for (int64_t i = 0; i < width; ++i) value[i] /= T(count);
         }
+        // Each output plane (channel c0 + i of RoI k, its bins contiguous) in one run.
         for (int64_t i = 0; i < width; ++i) {
-          out[i * bins + bin] = g.max_mode ? value[i] : value[i] / T(count);
-          if (g.max_mode) arg[i * bins + bin] = best_index[i];
+          T* out = output + ((k * C + c0 + i) * bins);
+          for (int64_t bin = 0; bin < bins; ++bin) out[bin] = tile[bin * kForwardChannels + i];
+          if (g.max_mode) {
+            int64_t* arg = argmax + ((k * C + c0 + i) * bins);
+            for (int64_t bin = 0; bin < bins; ++bin) arg[bin] = best_tile[bin * kForwardChannels + i];
+          }
         }
       }
     }
   }
 }
 
+// Channels per task of the input gradient: at most 64, and fewer (down to 16) when that is needed to give
+// every thread two tasks. Each task reads a sample's geometry once for all its channels.
+int64_t gradient_channel_block(int64_t batch, int64_t channels) {
+  const int64_t threads = omp_get_max_threads();
+  int64_t block = 64;
+  while (block > 16 && batch * ((channels + block - 1) / block) < 2 * threads) block /= 2;
+  return block;
+}
+
 template <typename T>
 void backward_input_kernel(const T* grad_output, const T* rois, const int64_t* argmax, T* grad_input,
                            const RoiAlignGeometry& g) {
-  const int64_t plane = g.height * g.width, bins = g.bins(), planes = g.batch * g.channels;
-  std::fill(grad_input, grad_input + planes * plane, T(0));
-  // A task owns a block of kChannelBlock planes of one image: each sample's geometry is read once for the
-  // whole block instead of once per plane (the geometry is larger than the gradients it routes).
-  const int64_t blocks_per_image = (g.channels + kChannelBlock - 1) / kChannelBlock;
+  const int64_t plane = g.height * g.width, bins = g.bins(), C = g.channels;
+  const int64_t block = gradient_channel_block(g.batch, C), blocks_per_image = (C + block - 1) / block;
+  const int64_t tasks = g.batch * blocks_per_image;
+  // The gradient channel-last, (N, H, W, C): a sample's neighbour adds to a run of contiguous channels. Task
+  // (n, c0) owns channels [c0, c0 + block) of image n here and in grad_input, so no two threads share an
+  // element; it zeroes its part first, and copies it into grad_input's planes after the last chunk.
+  const std::unique_ptr<T[]> grad_nhwc(new T[static_cast<size_t>(g.batch * plane * C)]);
+#pragma omp parallel for schedule(static)
+  for (int64_t task = 0; task < tasks; ++task) {
+    const int64_t n = task / blocks_per_image, c0 = task % blocks_per_image * block, width = std::min(block, C - c0);
+    for (int64_t o = 0; o < plane; ++o) std::fill_n(grad_nhwc.get() + (n * plane + o) * C + c0, width, T(0));
+  }
   const std::vector<int64_t> bounds = chunk_bounds(rois, g);
   ChunkGeometry<T> chunk;
   for (size_t b = 0; b + 1 < bounds.size(); ++b) {
     build_chunk(rois, bounds[b], bounds[b + 1], g, chunk);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t task = 0; task < g.batch * blocks_per_image; ++task) {
-      const int64_t n = task / blocks_per_image, c0 = task % blocks_per_image * kChannelBlock;
-      const int64_t width = std::min(kChannelBlock, g.channels - c0);
-      for (int64_t k = chunk.first_roi; k < chunk.end_roi; ++k) {
-        const int64_t r = k - chunk.first_roi;
-        const RoiBox<T>& box = chunk.boxes[r];
-        if (box.batch != n) continue;
-        const RoiSample<T>* sample = chunk.samples.data() + chunk.sample_start[r];
-        const int64_t count = box.count();
-        const T* grad = grad_output + (k * g.channels + c0) * bins;  // channel c0 + i at i * bins
-        T* dst = grad_input + (n * g.channels + c0) * plane;          // channel c0 + i at i * plane
-        // Per element, the additions run in (RoI, bin, sample, neighbour) order: deterministic, and the
-        // order that the CUDA gather (roi_align_gather.cuh) reproduces. The channels of the block touch
-        // disjoint planes, so which of them goes first within a sample changes no element's order.
-        for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
+#pragma omp parallel
+    {
+      std::vector<T> shares(static_cast<size_t>(bins * block));  // the RoI's upstream gradient, bin by bin
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t task = 0; task < tasks; ++task) {
+        const int64_t n = task / blocks_per_image, c0 = task % blocks_per_image * block;
+        const int64_t width = std::min(block, C - c0);
+        T* image = grad_nhwc.get() + n * plane * C + c0;  // pixel o, channel c0 + i: o * C + i
+        for (int64_t k = chunk.first_roi; k < chunk.end_roi; ++k) {
+          const int64_t r = k - chunk.first_roi;
+          const RoiBox<T>& box = chunk.boxes[r];
+          if (box.batch != n) continue;
+          const RoiSample<T>* sample = chunk.samples.data() + chunk.sample_start[r];
+          const int64_t count = box.count();
+          const T* grad = grad_output + (k * C + c0) * bins;  // channel c0 + i at i * bins
+          // Per element, the additions run in (RoI, bin, sample, neighbour) order: deterministic, and the
+          // order that the CUDA gather (roi_align_gather.cuh) reproduces. The channels of a run are different
+          // elements, so adding them side by side changes no element's order.
           if (!g.max_mode) {
-            // avg: every sample gets g / count. Each sample's neighbours and weights are read once and
-            // routed to all the block's channels.
-            T share[kChannelBlock];
-            for (int64_t i = 0; i < width; ++i) share[i] = grad[i * bins + bin] / T(count);
-            for (int64_t s = 0; s < count; ++s) {
-              const BilinearSample<T>& w = sample[s].bilinear;
-              if (!w.inside) continue;
-              const int64_t o0 = w.offset[0], o1 = w.offset[1], o2 = w.offset[2], o3 = w.offset[3];
-              const T w0 = w.weight[0], w1 = w.weight[1], w2 = w.weight[2], w3 = w.weight[3];
-              for (int64_t i = 0; i < width; ++i) {
-                T* plane_i = dst + i * plane;
-                plane_i[o0] += share[i] * w0;
-                plane_i[o1] += share[i] * w1;
-                plane_i[o2] += share[i] * w2;
-                plane_i[o3] += share[i] * w3;
+            // avg: every sample gets g / count, routed to its four neighbours for all the block's channels.
+            for (int64_t i = 0; i < width; ++i)
+              for (int64_t bin = 0; bin < bins; ++bin) shares[bin * block + i] = grad[i * bins + bin] / T(count);
+            for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
+              const T* share = shares.data() + bin * block;
+              for (int64_t s = 0; s < count; ++s) {
+                const BilinearSample<T> w = sample[s].bilinear;  // a copy, as in the forward
+                if (!w.inside) continue;
+                for (int j = 0; j < 4; ++j) {
+                  T* dst = image + w.offset[j] * C;
+                  const T weight = w.weight[j];
+                  for (int64_t i = 0; i < width; ++i) dst[i] += share[i] * weight;
+                }
               }
             }
           } else {
             // max: only the winning sample, with g; the winner differs per channel.
-            for (int64_t i = 0; i < width; ++i) {
-              const BilinearSample<T>& w = sample[argmax[(k * g.channels + c0 + i) * bins + bin]].bilinear;
-              if (!w.inside) continue;
-              const T share = grad[i * bins + bin];
-              for (int j = 0; j < 4; ++j) dst[i * plane + w.offset[j]] += share * w.weight[j];
+            for (int64_t bin = 0; bin < bins; ++bin, sample += count) {
+              for (int64_t i = 0; i < width; ++i) {
+                const BilinearSample<T>& w = sample[argmax[(k * C + c0 + i) * bins + bin]].bilinear;
+                if (!w.inside) continue;
+                const T share = grad[i * bins + bin];
+                for (int j = 0; j < 4; ++j) image[w.offset[j] * C + i] += share * w.weight[j];
+              }
             }
           }
         }
       }
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t task = 0; task < tasks; ++task) {
+    const int64_t n = task / blocks_per_image, c0 = task % blocks_per_image * block, width = std::min(block, C - c0);
+    const T* image = grad_nhwc.get() + n * plane * C + c0;
+    for (int64_t i = 0; i < width; ++i) {
+      T* dst = grad_input + (n * C + c0 + i) * plane;
+      for (int64_t o = 0; o < plane; ++o) dst[o] = image[o * C + i];
     }
   }
 }
