@@ -24,6 +24,7 @@ need() {  # need <package> <file or command that proves it is there>
 need cmake cmake
 need g++ g++
 need make make
+need ninja-build ninja  # the build tool of a new build/release (scripts/configure-release.sh)
 need libeigen3-dev /usr/include/eigen3/Eigen/Core
 need doctest-dev /usr/include/doctest/doctest.h
 need nlohmann-json3-dev /usr/include/nlohmann/json.hpp

@@ -15,6 +15,6 @@ if [[ -z ${MINIDET_CUDA:-} ]]; then
   MINIDET_CUDA=OFF
   if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then MINIDET_CUDA=ON; fi
 fi
-cmake --preset release -DMINIDET_CUDA="$MINIDET_CUDA"
+bash scripts/configure-release.sh -DMINIDET_CUDA="$MINIDET_CUDA"
 cmake --build --preset release -j "$jobs" --target minidet
 ./build/release/examples/minidet/minidet train "$@"

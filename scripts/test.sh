@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --tests
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake --preset release -DMINIDET_CUDA=ON  # scripts/main.sh may have turned the kernels off on a machine without a GPU
+bash scripts/configure-release.sh -DMINIDET_CUDA=ON  # scripts/main.sh may have turned the kernels off on a machine without a GPU
 cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
