@@ -54,17 +54,21 @@ void col2im_kernel(const T* cols, T* images, int64_t batch, const ConvGeometry& 
     T* dst = images + plane * g.height * g.width;
     for (int64_t k = 0; k < g.height * g.width; ++k) dst[k] = T(0);
     const T* src_plane = cols + plane * taps * out_hw;
-    // The exact mirror of im2col's loops, with the assignment turned into +=.
+    // The exact mirror of im2col's loops, with the assignment turned into +=: the same range [q_begin, q_end)
+    // of outputs whose tap lands inside the image, the padding's entries dropped.
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       for (int64_t j = 0; j < g.kernel_w; ++j) {
         const T* src = src_plane + (i * g.kernel_w + j) * out_hw;
+        const int64_t x_first = j * g.dilation_w - g.pad_w;  // x of q = 0
+        const int64_t q_begin = std::min(g.out_w, x_first >= 0 ? 0 : (-x_first + g.stride_w - 1) / g.stride_w);
+        const int64_t q_end =
+            std::max(q_begin, std::min(g.out_w, x_first >= g.width ? 0 : (g.width - 1 - x_first) / g.stride_w + 1));
         for (int64_t p = 0; p < g.out_h; ++p) {
           const int64_t y = p * g.stride_h - g.pad_h + i * g.dilation_h;
           if (y < 0 || y >= g.height) continue;
-          for (int64_t q = 0; q < g.out_w; ++q) {
-            const int64_t x = q * g.stride_w - g.pad_w + j * g.dilation_w;
-            if (x >= 0 && x < g.width) dst[y * g.width + x] += src[p * g.out_w + q];
-          }
+          const int64_t row = y * g.width + x_first;  // dst index of q = 0 (itself maybe in the padding)
+          const T* from = src + p * g.out_w;
+          for (int64_t q = q_begin; q < q_end; ++q) dst[row + q * g.stride_w] += from[q];
         }
       }
     }
