@@ -19,7 +19,7 @@
 #include "core/cuda/availability.h"
 #include "core/factories.h"
 #include "ops/nms/nms.h"
-#include "ops/nms/nms_kernels.h"  // suppresses(): the exact test both kernels use
+#include "ops/nms/nms_kernels.h"  // suppresses() and iou_above(): the one pair test both kernels use
 #include "ops/sort/sort.h"
 
 using namespace minidet;

@@ -31,7 +31,8 @@
 // How:
 // - CPU: sort, precompute each box's area, then the greedy pass over a shrinking list of live candidates:
 //   each kept box filters the list, so suppressed boxes are never looked at again and the pass ends when the
-//   list is empty. A pair that does not overlap along x is rejected before the IoU (its IoU is 0).
+//   list is empty. The list is held in one array per coordinate, so a kept box is tested against all the
+//   live ones in one vectorised loop; with classes, each class's pass runs on a thread of its own.
 // - CUDA: py-faster-rcnn's bitmask NMS, then the greedy pass on the GPU as well (nms_cuda.cu explains it):
 //   the IoU test of every pair (i < j in score order) packed as one 64-bit word per (box, block of 64 boxes),
 //   only the tiles on and above the diagonal computed; then one thread block walks the 64-box blocks in

@@ -12,7 +12,7 @@ namespace {
 
 // One class's greedy pass (nms_greedy.h's greedy_pass, the same boxes kept), laid out for the CPU's vector
 // units. The live boxes sit in one array per coordinate, in score order, from `begin` to `end`: keeping the
-// first one tests it against all the others in one loop without branches, which the compiler vectorises.
+// first one tests it against all the others with iou_above (nms_kernels.h), a loop the compiler vectorises.
 // The arrays are compacted only from the first box that it suppresses: most kept boxes suppress none, and
 // then keeping one costs one pass of tests and no copy.
 template <typename T>
@@ -37,13 +37,8 @@ void axis_aligned_pass(const std::vector<int64_t>& positions, const T* sorted, c
     const T hx1 = x1[head], hy1 = y1[head], hx2 = x2[head], hy2 = y2[head], head_area = live_area[head];
     int32_t any = 0;
     for (size_t r = begin; r < end; ++r) {
-      // suppresses() (nms_kernels.h) without its early exits, which only save work: boxes that do not overlap
-      // have inter = 0, so an IoU of 0, or 0 / 0 = NaN for two empty boxes; neither is above the threshold.
-      const T w = box_math::clamped_extent(box_math::max_of(hx1, x1[r]), box_math::min_of(hx2, x2[r]), offset);
-      const T h = box_math::clamped_extent(box_math::max_of(hy1, y1[r]), box_math::min_of(hy2, y2[r]), offset);
-      const T inter = box_math::mul_rn(w, h);
-      suppressed[r] = box_math::div_rn(inter, box_math::sub_rn(box_math::add_rn(head_area, live_area[r]), inter)) >
-                      threshold;
+      suppressed[r] = iou_above(hx1, hy1, hx2, hy2, head_area, x1[r], y1[r], x2[r], y2[r], live_area[r], threshold,
+                                offset);
       any |= suppressed[r];
     }
     if (!any) continue;

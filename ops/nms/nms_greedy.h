@@ -57,7 +57,8 @@ std::vector<int64_t> greedy_nms(int64_t n, const int64_t* sorted_class, const in
   for (int64_t c = 0; c < classes; ++c) pass(lists[static_cast<size_t>(c)], kept_of[static_cast<size_t>(c)]);
   // Kept boxes in decreasing score order across classes: positions ascending, as one pass would keep them.
   std::vector<int64_t> kept_positions;
-  for (const std::vector<int64_t>& kept : kept_of) kept_positions.insert(kept_positions.end(), kept.begin(), kept.end());
+  for (const std::vector<int64_t>& kept : kept_of)
+    kept_positions.insert(kept_positions.end(), kept.begin(), kept.end());
   std::sort(kept_positions.begin(), kept_positions.end());
   std::vector<int64_t> kept;
   kept.reserve(kept_positions.size());

@@ -6,6 +6,7 @@
 
 #include "core/factories.h"
 #include "core/transfer_counts.h"
+#include "ops/boxes/box_math.h"
 #include "ops/nms/nms.h"
 #include "ops/nms/nms_mask.h"
 #include "ops/elementwise/compare.h"
@@ -91,13 +92,16 @@ Longs reference_keep(const BoxSet& set, double threshold, int offset, bool by_cl
   Longs order(n);
   for (size_t i = 0; i < n; ++i) order[i] = static_cast<int64_t>(i);
   std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+  // Products through mul_rn, so that no compiler fuses one into the sum that follows (as the library does).
   const auto extent = [&](T low, T high) { return std::max(high - low + T(offset), T(0)); };
   const auto iou = [&](int64_t x, int64_t y) {
     const T* p = &b[4 * x];
     const T* q = &b[4 * y];
-    const T inter = extent(std::max(p[0], q[0]), std::min(p[2], q[2])) * extent(std::max(p[1], q[1]), std::min(p[3], q[3]));
+    const T inter = box_math::mul_rn(extent(std::max(p[0], q[0]), std::min(p[2], q[2])),
+                                     extent(std::max(p[1], q[1]), std::min(p[3], q[3])));
     if (!(inter > T(0))) return T(0);
-    const T area_p = extent(p[0], p[2]) * extent(p[1], p[3]), area_q = extent(q[0], q[2]) * extent(q[1], q[3]);
+    const T area_p = box_math::mul_rn(extent(p[0], p[2]), extent(p[1], p[3]));
+    const T area_q = box_math::mul_rn(extent(q[0], q[2]), extent(q[1], q[3]));
     return inter / (area_p + area_q - inter);
   };
   Longs keep;
@@ -108,6 +112,20 @@ Longs reference_keep(const BoxSet& set, double threshold, int offset, bool by_cl
     if (!suppressed) keep.push_back(i);
   }
   return keep;
+}
+
+// The set with some boxes made empty or inverted: zero width (x2 = x1), inverted by 2 in x, inverted by 1 in y
+// (an empty box again with offset 1). Their IoU with anything is 0, or 0 / 0 for two empty ones: never
+// suppressed, never suppressing.
+BoxSet with_degenerate_boxes(const BoxSet& set) {
+  std::vector<double> xyxy = set.boxes.to(kFloat64).to_vector<double>();
+  for (size_t i = 0; i < xyxy.size() / 4; ++i) {
+    double* box = &xyxy[4 * i];
+    if (i % 9 == 0) box[2] = box[0];
+    if (i % 13 == 0) box[2] = box[0] - 2;
+    if (i % 17 == 0) box[3] = box[1] - 1;
+  }
+  return {boxes_of(xyxy), set.scores, set.classes};
 }
 
 }  // namespace
@@ -189,15 +207,15 @@ TEST_CASE("values/batched_nms: classes never suppress each other even with negat
   CHECK(kept(batched_nms(set.boxes, set.scores, zeros({300}, kInt64), 0.5)) == kept(nms(set.boxes, set.scores, 0.5)));
 }
 
-// ---- errors ---------------------------------------------------------------------------------------------------
-
 TEST_CASE("values/nms: the greedy definition pair by pair for random sets") {
-  // Spread-out and packed sets (many suppressions), with duplicate boxes (IoU 1) and tied scores, every threshold
-  // from 0 (any overlap suppresses) to 1 (nothing does), offsets 0 and 1, float32 and float64; with classes, 1 to
-  // 9 of them and more boxes than the count above which the classes' passes run on several threads.
+  // Spread-out and packed sets (many suppressions), with duplicate boxes (IoU 1), tied scores and empty or
+  // inverted boxes (with_degenerate_boxes), every threshold from 0 (any overlap suppresses) to 1 (nothing
+  // does), offsets 0 and 1, float32 and float64; with classes, 1 to 9 of them and more boxes than the count
+  // above which the classes' passes run on several threads.
   for (int variant = 0; variant < 4; ++variant) {
     const int64_t classes = variant == 3 ? 9 : variant + 1, n = variant == 3 ? 1500 : 300;
-    const BoxSet set = random_set(n, variant == 0 ? 400 : 90, variant >= 2, variant == 1, 31 + variant, classes);
+    const BoxSet set = with_degenerate_boxes(
+        random_set(n, variant == 0 ? 400 : 90, variant >= 2, variant == 1, 31 + variant, classes));
     for (DType dtype : {kFloat32, kFloat64}) {
       const Tensor boxes = set.boxes.to(dtype), scores = set.scores.to(dtype);
       for (double threshold : {0.0, 0.3, 0.5, 0.7, 1.0}) {
@@ -268,6 +286,8 @@ TEST_CASE("values/batched_nms_mask: marks exactly batched_nms's rows and counts 
   CHECK_THROWS_CONTAINING(check_nms_status("rpn", {3, kNmsBadScoreFlag}),
                           "rpn: scores contain NaN or Inf");
 }
+
+// ---- errors ---------------------------------------------------------------------------------------------------
 
 TEST_CASE("errors/nms: shapes lengths dtypes values and arguments") {
   const Tensor boxes = boxes_of({0, 0, 1, 1, 2, 2, 3, 3}), scores = scores_of({0.5, 0.6});
