@@ -12,15 +12,16 @@
 //                 thread owns those channels of the image and adds the image's RoIs in RoI order, each
 //                 neighbour's share to a run of contiguous channels (vectorised); at the end it copies its
 //                 channels into the (N, C, H, W) gradient. No atomics, no races, and each element's terms
-//                 are added in one fixed order, so the result is deterministic.
+//                 are added in one fixed order, so the result is deterministic. The buffer is a second
+//                 gradient-sized tensor while the backward runs.
 //   grad rois     parallel over RoIs: each RoI's four coordinates are owned by one thread that sums over
 //                 channels, bins and samples in a fixed order.
 #include <omp.h>
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
+#include "core/factories.h"
 #include "ops/roi_align/roi_align_kernels.h"
 
 namespace minidet::ops::detail {
@@ -167,11 +168,12 @@ void backward_input_kernel(const T* grad_output, const T* rois, const int64_t* a
   // The gradient channel-last, (N, H, W, C): a sample's neighbour adds to a run of contiguous channels. Task
   // (n, c0) owns channels [c0, c0 + block) of image n here and in grad_input, so no two threads share an
   // element; it zeroes its part first, and copies it into grad_input's planes after the last chunk.
-  const std::unique_ptr<T[]> grad_nhwc(new T[static_cast<size_t>(g.batch * plane * C)]);
+  const Tensor buffer = empty({g.batch, g.height, g.width, C}, TensorOptions(DTypeOf<T>::value));
+  T* const grad_nhwc = buffer.data<T>();
 #pragma omp parallel for schedule(static)
   for (int64_t task = 0; task < tasks; ++task) {
     const int64_t n = task / blocks_per_image, c0 = task % blocks_per_image * block, width = std::min(block, C - c0);
-    for (int64_t o = 0; o < plane; ++o) std::fill_n(grad_nhwc.get() + (n * plane + o) * C + c0, width, T(0));
+    for (int64_t o = 0; o < plane; ++o) std::fill_n(grad_nhwc + (n * plane + o) * C + c0, width, T(0));
   }
   const std::vector<int64_t> bounds = chunk_bounds(rois, g);
   ChunkGeometry<T> chunk;
@@ -184,7 +186,7 @@ void backward_input_kernel(const T* grad_output, const T* rois, const int64_t* a
       for (int64_t task = 0; task < tasks; ++task) {
         const int64_t n = task / blocks_per_image, c0 = task % blocks_per_image * block;
         const int64_t width = std::min(block, C - c0);
-        T* image = grad_nhwc.get() + n * plane * C + c0;  // pixel o, channel c0 + i: o * C + i
+        T* image = grad_nhwc + n * plane * C + c0;  // pixel o, channel c0 + i: o * C + i
         for (int64_t k = chunk.first_roi; k < chunk.end_roi; ++k) {
           const int64_t r = k - chunk.first_roi;
           const RoiBox<T>& box = chunk.boxes[r];
@@ -229,7 +231,7 @@ void backward_input_kernel(const T* grad_output, const T* rois, const int64_t* a
 #pragma omp parallel for schedule(static)
   for (int64_t task = 0; task < tasks; ++task) {
     const int64_t n = task / blocks_per_image, c0 = task % blocks_per_image * block, width = std::min(block, C - c0);
-    const T* image = grad_nhwc.get() + n * plane * C + c0;
+    const T* image = grad_nhwc + n * plane * C + c0;
     for (int64_t i = 0; i < width; ++i) {
       T* dst = grad_input + (n * C + c0 + i) * plane;
       for (int64_t o = 0; o < plane; ++o) dst[o] = image[o * C + i];

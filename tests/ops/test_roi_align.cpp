@@ -212,6 +212,36 @@ TEST_CASE("values/roi_align: non-contiguous input gives the contiguous result") 
   CHECK(max_abs_diff(roi_align(x, rois_of(r), options), roi_align(x.contiguous(), rois_of(r), options)) == 0.0);
 }
 
+TEST_CASE("values/roi_align: channels are independent: 70 at once equal each alone, over two chunks of RoIs") {
+  // The CPU kernels cut the channels into blocks (64 in the forward; 16 to 64 in the input gradient, by the
+  // thread count) and the RoIs into chunks of 65,536 samples. Each output and gradient element must still
+  // be what a one-channel input gives, bit for bit: 70 channels (a partial last block), 3 images, 400 RoIs
+  // of 7 x 7 bins with 2 x 2 samples (two chunks), both modes, float32 and float64.
+  for (DType dtype : {kFloat32, kFloat64}) {
+    for (RoiPoolMode mode : {RoiPoolMode::Avg, RoiPoolMode::Max}) {
+      CAPTURE(dtype);
+      CAPTURE(static_cast<int>(mode));
+      const int64_t channels = 70;
+      const Tensor input = random({3, channels, 9, 11}, dtype, 31);
+      const Tensor rois = rois_of(random_rois(400, 3, 9, 11, 0.5, 32, dtype));
+      const auto options =
+          RoIAlignOptions().set_spatial_scale(0.5).set_output_size(7).set_sampling_ratio(2).set_pool_mode(mode);
+      const Tensor grad = random({400, channels, 7, 7}, dtype, 33);
+      Tensor x = input.clone().requires_grad_();
+      const Tensor y = roi_align(x, rois, options);
+      y.backward(grad);
+      for (int64_t c = 0; c < channels; ++c) {
+        CAPTURE(c);
+        Tensor x_c = input.narrow(1, c, 1).contiguous().requires_grad_();
+        const Tensor y_c = roi_align(x_c, rois, options);
+        y_c.backward(grad.narrow(1, c, 1).contiguous());
+        CHECK(max_abs_diff(y.detach().narrow(1, c, 1), y_c.detach()) == 0.0);
+        CHECK(max_abs_diff(x.grad().narrow(1, c, 1), x_c.grad()) == 0.0);
+      }
+    }
+  }
+}
+
 // ---- gradcheck ------------------------------------------------------------------------------------------
 
 TEST_CASE("gradcheck/roi_align: avg mode features and boxes aligned and legacy") {
