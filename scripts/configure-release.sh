@@ -11,4 +11,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 generator=()
 if [[ ! -f build/release/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
-cmake --preset release "${generator[@]}" "$@"
+cmake --preset release ${generator[@]+"${generator[@]}"} "$@"
