@@ -69,6 +69,17 @@ inline Args parse_args(int argc, char** argv, int default_cpu_reps = 5, const Ex
   return args;
 }
 
+// A row filter's value (--op, --pass, ...) must be empty (all rows) or one of `names`; else exits with a
+// message listing them, so that a typo does not silently time nothing.
+inline void require_choice(const char* program, const char* flag, const std::string& value,
+                           const std::vector<std::string>& names) {
+  if (value.empty() || std::find(names.begin(), names.end(), value) != names.end()) return;
+  std::string list;
+  for (const std::string& name : names) list += " '" + name + "'";
+  std::fprintf(stderr, "%s: %s '%s' is none of%s\n", program, flag, value.c_str(), list.c_str());
+  std::exit(2);
+}
+
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());

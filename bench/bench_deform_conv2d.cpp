@@ -3,13 +3,20 @@
 // detection-backbone stage.
 //
 //   bench_deform_conv2d [--json PATH] [--cpu-reps N] [--gpu-reps N] [--skip-cpu] [--skip-gpu]
+//                       [--bench dcn_v1|dcn_v2] [--shape 0|1] [--pass NAME]
+//
+// --bench, --shape (an index into kShapes) and --pass keep only the rows they name, so that a profiler sees
+// one combination, e.g. ncu bench_deform_conv2d --skip-cpu --bench dcn_v1 --shape 0 --pass fwd+bwd
+// (scripts/gpu/profile.sh).
 //
 // CPU: std::chrono::steady_clock, median of a few repetitions. GPU: CUDA events around each repetition
 // after a warm-up, median of >= 50; FP32 through cuBLAS without TF32. bench/deform_conv2d_torch.py times
 // torchvision.ops.deform_conv2d and torch's conv2d on the same shapes and, given this program's JSON file,
 // prints the ratios. Offsets are N(0, 1) (most samples land inside the map, between pixels), the mask U(0, 1).
 // Output: a table, and one JSON line per measurement (stdout, and PATH when given). Never asserted.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -40,6 +47,14 @@ const std::vector<BenchShape> kShapes = {
     {8, 64, 64, 64, 64, 3, 1},
     {2, 256, 50, 68, 256, 3, 1},
 };
+
+const char* kPasses[3] = {"fwd", "fwd+bwd", "fwd+bwd deterministic"};
+
+// The rows to time: empty = all.
+struct Only {
+  std::string bench, shape, pass;
+};
+Only g_only;
 
 // One deform_conv2d forward, or forward+backward through the autograd graph, on tensors already on `device`.
 struct DeformRun {
@@ -73,14 +88,18 @@ struct DeformRun {
 template <typename Timer>
 void run_device(const std::string& device_name, const Device& device, const Timer& time_ms) {
   std::printf("%-12s %-30s %-22s %10s\n", "bench", "shape", "pass", "median_ms");
-  for (const BenchShape& s : kShapes) {
+  for (size_t shape = 0; shape < kShapes.size(); ++shape) {
+    if (!g_only.shape.empty() && g_only.shape != std::to_string(shape)) continue;
+    const BenchShape& s = kShapes[shape];
     for (bool modulated : {false, true}) {
-      DeformRun run(s, modulated, device);
       const std::string bench = modulated ? "dcn_v2" : "dcn_v1";
+      if (!g_only.bench.empty() && g_only.bench != bench) continue;
+      DeformRun run(s, modulated, device);
       for (int pass = 0; pass < (device.is_cuda() ? 3 : 2); ++pass) {
+        const char* name = kPasses[pass];
+        if (!g_only.pass.empty() && g_only.pass != name) continue;
         DeterministicGuard deterministic(pass == 2);
         const double ms = time_ms([&] { pass ? run.forward_backward() : run.forward(); });
-        const char* name = pass == 2 ? "fwd+bwd deterministic" : pass ? "fwd+bwd" : "fwd";
         std::printf("%-12s %-30s %-22s %10.3f\n", bench.c_str(), s.label().c_str(), name, ms);
         emit(bench, device_name, s.label(), name, ms);
       }
@@ -91,7 +110,19 @@ void run_device(const std::string& device_name, const Device& device, const Time
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bench::Args args = bench::parse_args(argc, argv, 3);
+  const auto only = [](int argc, char** argv, int& i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) return false;
+    std::string* field = arg == "--bench" ? &g_only.bench : arg == "--shape" ? &g_only.shape
+                       : arg == "--pass" ? &g_only.pass : nullptr;
+    if (field) *field = argv[++i];
+    return field != nullptr;
+  };
+  const bench::Args args =
+      bench::parse_args(argc, argv, 3, only, "[--bench dcn_v1|dcn_v2] [--shape 0|1] [--pass NAME]");
+  bench::require_choice("bench_deform_conv2d", "--bench", g_only.bench, {"dcn_v1", "dcn_v2"});
+  bench::require_choice("bench_deform_conv2d", "--shape", g_only.shape, {"0", "1"});
+  bench::require_choice("bench_deform_conv2d", "--pass", g_only.pass, {kPasses[0], kPasses[1], kPasses[2]});
   return bench::run(
       args,
       [&] {

@@ -177,19 +177,12 @@ int main(int argc, char** argv) {
     return field != nullptr;
   };
   const bench::Args args = bench::parse_args(argc, argv, 3, only, "[--op NAME] [--workload big|tiny] [--pass NAME]");
-  const auto known = [](const std::string& value, const std::vector<std::string>& names, const char* flag) {
-    if (value.empty() || std::find(names.begin(), names.end(), value) != names.end()) return;
-    std::string list;
-    for (const std::string& name : names) list += " '" + name + "'";
-    std::fprintf(stderr, "bench_roi_ops: %s '%s' is none of%s\n", flag, value.c_str(), list.c_str());
-    std::exit(2);
-  };
   std::vector<std::string> op_names, workload_names;
   for (const RoiOp& op : kOps) op_names.push_back(op.bench);
   for (const Workload& wl : kWorkloads) workload_names.push_back(wl.name);
-  known(g_only.op, op_names, "--op");
-  known(g_only.workload, workload_names, "--workload");
-  known(g_only.pass, {kPasses[0], kPasses[1], kPasses[2], kPasses[3]}, "--pass");
+  bench::require_choice("bench_roi_ops", "--op", g_only.op, op_names);
+  bench::require_choice("bench_roi_ops", "--workload", g_only.workload, workload_names);
+  bench::require_choice("bench_roi_ops", "--pass", g_only.pass, {kPasses[0], kPasses[1], kPasses[2], kPasses[3]});
   return bench::run(
       args,
       [&] {

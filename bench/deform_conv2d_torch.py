@@ -13,6 +13,10 @@ in true FP32 like minidet. Two impls per row key:
   * "torch-conv2d-fp32": a plain conv2d (cuDNN, benchmark mode) of the same shape: the floor a deformable
     conv is measured against (it has no bilinear sampling and no offset/mask gradients).
 With --minidet-json, prints minidet_ms / torch_ms per shape and pass (< 1: minidet is faster).
+`--profile-conv I` only runs the plain conv2d of SHAPES[I], forward and backward, 10 times and then 20 times
+under torch.profiler, and prints its kernels' GPU time per iteration (scripts/gpu/profile.sh prints it beside
+ncu's view of minidet's deformable conv; the backward runs on autograd's own thread, out of reach of ncu's
+per-thread NVTX filter, so CUPTI's kernel records are the simpler judge).
 Runs on a machine without CUDA or torchvision too: it says so and exits 0. Common parts: bench_common.py.
 """
 import os
@@ -87,5 +91,45 @@ def run_torch(torch, reps):
     return device_name, rows
 
 
+def profile_conv(index):
+    """The peer of a profiled bench_deform_conv2d row: cuDNN's conv2d of SHAPES[index], fwd+bwd."""
+    import torch
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    n, c, h, w, o, k, p = SHAPES[index]
+    x = torch.randn(n, c, h, w, device="cuda", requires_grad=True)
+    wt = (0.05 * torch.randn(o, c, k, k, device="cuda")).requires_grad_()
+    b = torch.randn(o, device="cuda", requires_grad=True)
+    g = torch.randn(n, o, h + 2 * p - k + 1, w + 2 * p - k + 1, device="cuda")
+
+    def step():
+        for t in (x, wt, b):
+            t.grad = None
+        torch.nn.functional.conv2d(x, wt, b, padding=p).backward(g)
+
+    for _ in range(10):
+        step()
+    torch.cuda.synchronize()
+    iterations = 20
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(iterations):
+            step()
+        torch.cuda.synchronize()
+    kernels = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            us, launches = kernels.get(event.name, (0.0, 0))
+            kernels[event.name] = (us + event.device_time_total, launches + 1)
+    total = sum(us for us, _ in kernels.values()) / iterations
+    print(f"cuDNN conv2d {label(SHAPES[index])}, forward and backward: {total / 1000:.3f} ms of kernels per "
+          f"iteration (torch.profiler, mean of {iterations})")
+    print(f"{'ms':>8} {'launches':>8}  kernel")
+    for name, (us, launches) in sorted(kernels.items(), key=lambda kv: -kv[1][0]):
+        print(f"{us / iterations / 1000:8.3f} {launches / iterations:8.1f}  {name[:100]}")
+
+
 if __name__ == "__main__":
+    if "--profile-conv" in sys.argv:
+        sys.exit(profile_conv(int(sys.argv[sys.argv.index("--profile-conv") + 1])))
     sys.exit(main(__doc__, {"dcn_v1", "dcn_v2"}, run_torch))

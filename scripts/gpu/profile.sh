@@ -6,6 +6,11 @@
 # per iteration (the rows' value check runs once per iteration; a "fwd nocheck" row has none, so its totals
 # are for all the launches), e.g.
 #   PROFILE_ROI="roi_pool/tiny/fwd+bwd,roi_pool/tiny/fwd+bwd det" bash scripts/gpu-check.sh profile
+# PROFILE_DEFORM="bench/shape/pass,..." does the same for rows of bench_deform_conv2d (bench dcn_v1 or dcn_v2,
+# shape 0 or 1, summed per im2col launch: one per chunk of images, so per forward only when the batch is one
+# chunk), and times the kernels of its peer, PyTorch's cuDNN conv2d of the same shape, forward and backward
+# (bench/deform_conv2d_torch.py --profile-conv, torch.profiler):
+#   PROFILE_DEFORM="dcn_v1/0/fwd+bwd,dcn_v1/1/fwd+bwd" bash scripts/gpu-check.sh profile
 # Where a training step's GPU time goes, kernel by kernel, and the floor under it: ncu over a few steps of
 # `minidet train` at batch 8 (graph nodes profiled one by one), after PROFILE_SKIP launches of warm-up, with
 # the caches left warm between kernels (--cache-control none) and the clocks free (--clock-control none), as in
@@ -19,8 +24,10 @@ case "$gpu_name" in
   *) dram_tbs=0 ;;  # unknown board: no floor, times only
 esac
 # Both uses: caches warm between kernels, clocks free, the floor's metrics, one CSV row per metric.
+# PROFILE_EXTRA_METRICS (comma-separated ncu metrics) adds columns to the CSVs for a closer look, e.g. which
+# unit a kernel saturates: l1tex__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput...
 ncu_flags=(--cache-control none --clock-control none --print-units base --csv
-           --metrics "$(python3 scripts/ncu-summary.py --print-metrics)")
+           --metrics "$(python3 scripts/ncu-summary.py --print-metrics)${PROFILE_EXTRA_METRICS:+,$PROFILE_EXTRA_METRICS}")
 if [[ -n ${PROFILE_ROI:-} ]]; then
   note "== profile (ncu on $gpu_name, rows of bench_roi_ops)"
   IFS=, read -ra rows <<<"$PROFILE_ROI"
@@ -33,6 +40,22 @@ if [[ -n ${PROFILE_ROI:-} ]]; then
       >"$csv" 2>>"$OUT/profile.err"
     python3 scripts/ncu-summary.py "$csv" --step-kernel first_bad_roi_kernel:1 --top "${PROFILE_TOP:-12}" \
       --dram-tbs "$dram_tbs" --fp32-tflops 66.9 2>&1 | tee -a "$summary"
+  done
+  return 0
+fi
+if [[ -n ${PROFILE_DEFORM:-} ]]; then
+  note "== profile (ncu on $gpu_name, rows of bench_deform_conv2d and their cuDNN conv2d)"
+  IFS=, read -ra rows <<<"$PROFILE_DEFORM"
+  for row in "${rows[@]}"; do
+    IFS=/ read -r bench shape pass <<<"$row"
+    csv="$OUT/kernels-${bench}-${shape}-${pass//[^a-z]/_}.csv"
+    note "-- $bench, shape $shape, $pass: ncu over ${PROFILE_COUNT:-120} launches after ${PROFILE_SKIP:-200}"
+    ncu --launch-skip "${PROFILE_SKIP:-200}" --launch-count "${PROFILE_COUNT:-120}" "${ncu_flags[@]}" \
+      build/gpu/bench/bench_deform_conv2d --skip-cpu --bench "$bench" --shape "$shape" --pass "$pass" \
+      >"$csv" 2>>"$OUT/profile.err"
+    python3 scripts/ncu-summary.py "$csv" --step-kernel deform_im2col_kernel:1 --top "${PROFILE_TOP:-12}" \
+      --dram-tbs "$dram_tbs" --fp32-tflops 66.9 2>&1 | tee -a "$summary"
+    python3 bench/deform_conv2d_torch.py --profile-conv "$shape" 2>&1 | tee -a "$summary"
   done
   return 0
 fi
