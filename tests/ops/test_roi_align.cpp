@@ -301,11 +301,12 @@ std::vector<CudaCase> cuda_cases() {
        RoIAlignOptions().set_output_size(2).set_aligned(false).set_pool_mode(M::Max)},
       {"40 channels across warps", {2, 40, 25, 34}, 50, 0.25,
        RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.25)},
-      // The CUDA kernels hand a warp runs of bins and locate 32 samples per pass (roi_align_nhwc.cuh): 7x7
-      // bins of 2x2 samples end in a run of one bin; 3x3 samples make runs of 3 bins, whose passes end
-      // inside a bin; 6x6 samples take two passes per bin.
+      // Shapes for the CUDA forwards (roi_align_nhwc.cuh): channel tiles and slabs, more than 32 samples per
+      // bin, and the staged average's full tile of 128 channels.
       {"avg, 5x3 bins of 3x3 samples, 300 channels (two slabs)", {2, 300, 9, 11}, 13, 1.0,
        RoIAlignOptions().set_output_size(5, 3).set_sampling_ratio(3)},
+      {"avg, 128 channels: the staged forward's whole tile, as in the detector", {2, 128, 16, 16}, 40, 0.25,
+       RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.25)},
       {"max, 7x7 bins of 6x6 samples", {2, 9, 14, 12}, 10, 0.5,
        RoIAlignOptions().set_sampling_ratio(6).set_spatial_scale(0.5).set_pool_mode(M::Max)},
       {"avg, 7x7 bins of 6x6 samples", {1, 33, 14, 12}, 10, 0.5,
