@@ -47,6 +47,20 @@ inline std::ofstream& json_file() {
 // true when it took that argument (advancing i past any value it read), false to reject it.
 using ExtraFlags = std::function<bool(int argc, char** argv, int& i)>;
 
+// ExtraFlags for flags that each take one value into a string, e.g. value_flags({{"--op", &only.op}}): the
+// row filters of bench_roi_ops and bench_deform_conv2d.
+inline ExtraFlags value_flags(std::vector<std::pair<std::string, std::string*>> flags) {
+  return [flags = std::move(flags)](int argc, char** argv, int& i) {
+    if (i + 1 >= argc) return false;
+    for (const auto& [flag, value] : flags) {
+      if (flag != argv[i]) continue;
+      *value = argv[++i];
+      return true;
+    }
+    return false;
+  };
+}
+
 // Parses the common flags, and the program's own through `extra` (listed in the usage by `extra_usage`);
 // prints the usage and exits on anything else.
 inline Args parse_args(int argc, char** argv, int default_cpu_reps = 5, const ExtraFlags& extra = nullptr,

@@ -110,14 +110,8 @@ void run_device(const std::string& device_name, const Device& device, const Time
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto only = [](int argc, char** argv, int& i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) return false;
-    std::string* field = arg == "--bench" ? &g_only.bench : arg == "--shape" ? &g_only.shape
-                       : arg == "--pass" ? &g_only.pass : nullptr;
-    if (field) *field = argv[++i];
-    return field != nullptr;
-  };
+  const bench::ExtraFlags only =
+      bench::value_flags({{"--bench", &g_only.bench}, {"--shape", &g_only.shape}, {"--pass", &g_only.pass}});
   const bench::Args args =
       bench::parse_args(argc, argv, 3, only, "[--bench dcn_v1|dcn_v2] [--shape 0|1] [--pass NAME]");
   bench::require_choice("bench_deform_conv2d", "--bench", g_only.bench, {"dcn_v1", "dcn_v2"});

@@ -168,14 +168,8 @@ void time_all(const std::string& device_name, const Device& device,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto only = [](int argc, char** argv, int& i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) return false;
-    std::string* field = arg == "--op" ? &g_only.op : arg == "--workload" ? &g_only.workload
-                       : arg == "--pass" ? &g_only.pass : nullptr;
-    if (field) *field = argv[++i];
-    return field != nullptr;
-  };
+  const bench::ExtraFlags only =
+      bench::value_flags({{"--op", &g_only.op}, {"--workload", &g_only.workload}, {"--pass", &g_only.pass}});
   const bench::Args args = bench::parse_args(argc, argv, 3, only, "[--op NAME] [--workload big|tiny] [--pass NAME]");
   std::vector<std::string> op_names, workload_names;
   for (const RoiOp& op : kOps) op_names.push_back(op.bench);

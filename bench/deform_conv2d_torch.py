@@ -93,7 +93,13 @@ def run_torch(torch, reps):
 
 def profile_conv(index):
     """The peer of a profiled bench_deform_conv2d row: cuDNN's conv2d of SHAPES[index], fwd+bwd."""
+    if not 0 <= index < len(SHAPES):
+        print(f"--profile-conv: shape index {index} is not in 0..{len(SHAPES) - 1}", file=sys.stderr)
+        return 2
     import torch
+    if not torch.cuda.is_available():
+        print("== --profile-conv: SKIPPED (no CUDA device) ==")
+        return 0
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -131,5 +137,8 @@ def profile_conv(index):
 
 if __name__ == "__main__":
     if "--profile-conv" in sys.argv:
-        sys.exit(profile_conv(int(sys.argv[sys.argv.index("--profile-conv") + 1])))
+        at = sys.argv.index("--profile-conv") + 1
+        if at >= len(sys.argv) or not sys.argv[at].isdigit():
+            sys.exit("--profile-conv takes a shape index (0, 1, ...)")
+        sys.exit(profile_conv(int(sys.argv[at])))
     sys.exit(main(__doc__, {"dcn_v1", "dcn_v2"}, run_torch))

@@ -301,8 +301,8 @@ std::vector<CudaCase> cuda_cases() {
        RoIAlignOptions().set_output_size(2).set_aligned(false).set_pool_mode(M::Max)},
       {"40 channels across warps", {2, 40, 25, 34}, 50, 0.25,
        RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.25)},
-      // Shapes for the CUDA forwards (roi_align_nhwc.cuh): channel tiles and slabs, more than 32 samples per
-      // bin, and the staged average's full tile of 128 channels.
+      // Shapes for the CUDA forwards (roi_align_nhwc.cuh): a second slab of the warp-per-bin kernel (300
+      // channels), more than 32 samples per bin, and the staged average's full tile of 128 channels.
       {"avg, 5x3 bins of 3x3 samples, 300 channels (two slabs)", {2, 300, 9, 11}, 13, 1.0,
        RoIAlignOptions().set_output_size(5, 3).set_sampling_ratio(3)},
       {"avg, 128 channels: the staged forward's whole tile, as in the detector", {2, 128, 16, 16}, 40, 0.25,
