@@ -125,6 +125,27 @@ void with_index(int64_t n, Launch&& launch) {
   else launch(int64_t());
 }
 
+// One sample's bilinear value at each of a thread's channels c0 + 32 j (j < kCount, those below `channels`),
+// handed to visit(j, value): the average adds it to channel j's sum, the max compares it with channel j's
+// best. `features` points at channel c0 of the RoI's image (NHWC). Both forward kernels read through here,
+// so their values are the same term for term.
+// __forceinline__: inlined, the visitor's captured results stay in registers as if written out in place.
+template <int kCount, typename T, typename Visit>
+__device__ __forceinline__ void for_each_sample_value(const T* features, const BilinearSample<T>& w,
+                                                      int64_t channels, int64_t c0, Visit&& visit) {
+  const T* f0 = features + w.offset[0] * channels;
+  const T* f1 = features + w.offset[1] * channels;
+  const T* f2 = features + w.offset[2] * channels;
+  const T* f3 = features + w.offset[3] * channels;
+#pragma unroll
+  for (int j = 0; j < kCount; ++j) {
+    if (c0 + kLanes * j >= channels) continue;
+    const int d = kLanes * j;
+    // Same expression and order as the CPU's bilinear_interpolate; outside samples read 0.
+    visit(j, w.inside ? w.weight[0] * f0[d] + w.weight[1] * f1[d] + w.weight[2] * f2[d] + w.weight[3] * f3[d] : T(0));
+  }
+}
+
 // kMax: max pooling (argmax keeps the winning sample) instead of the average. As a template argument, the
 // avg kernel keeps no winners (fewer registers, more threads in flight to hide the scattered reads' latency).
 template <typename T, typename Index, bool kMax, typename Sampler>
@@ -148,24 +169,14 @@ __global__ void forward_kernel(Index n, const T* input_nhwc, Sampler sampler, T*
     for (int64_t iy = 0; iy < roi.grid_h; ++iy) {
       for (int64_t ix = 0; ix < roi.grid_w; ++ix, ++s) {
         const BilinearSample<T> w = sampler.sample(roi, e.p, e.q, iy, ix);
-        const T* f0 = features + w.offset[0] * shape.channels;
-        const T* f1 = features + w.offset[1] * shape.channels;
-        const T* f2 = features + w.offset[2] * shape.channels;
-        const T* f3 = features + w.offset[3] * shape.channels;
-#pragma unroll
-        for (int j = 0; j < kChannelsPerLane; ++j) {
-          if (c0 + kLanes * j >= shape.channels) continue;
-          const int d = kLanes * j;
-          // Same expression and order as the CPU's bilinear_interpolate; outside samples read 0.
-          const T v = w.inside ? w.weight[0] * f0[d] + w.weight[1] * f1[d] + w.weight[2] * f2[d] + w.weight[3] * f3[d]
-                               : T(0);
+        for_each_sample_value<kChannelsPerLane>(features, w, shape.channels, c0, [&](int j, T v) {
           if constexpr (!kMax) {
             result[j] += v;
           } else if (s == 0 || max_sample_wins(v, result[j])) {
             result[j] = v;
             best[j] = s;
           }
-        }
+        });
       }
     }
 #pragma unroll
@@ -187,27 +198,23 @@ __global__ void forward_kernel(Index n, const T* input_nhwc, Sampler sampler, T*
 // features have 128). The output is (K, C, bins), bins fastest, so the warp above, whose lanes are 32
 // channels of one bin, writes 32 values bins apart: 32 partial 32-byte sectors per store, one sector written
 // for every two read with 2x2 samples per bin (each sample reads four 128-byte lines). Here
-// a block takes one RoI and a tile of kStagedChannels channels: its warps take the bins in turn (lane l, the
-// channels l + 32 j of the tile, as above), write the averages into shared memory, and the block then copies
-// the tile's (kStagedChannels, bins) block of the output, which is contiguous, with coalesced stores. Each
-// bin's sum is the one above, term for term.
+// a block takes one RoI, all its C channels: its warps take the bins in turn (lane l, the channels l + 32 j,
+// as above), write the averages into shared memory, and the block then copies RoI k's (C, bins) block of
+// the output, which is contiguous, with coalesced stores. Each bin's sum is the one above, term for term.
+// The launcher sends only C <= kStagedChannels here (see forward below for why).
 constexpr int64_t kStagedChannels = 128;
 constexpr int kStagedPerLane = int(kStagedChannels / kLanes);
 
 template <typename T, typename Index, typename Sampler>
-__global__ void forward_avg_staged_kernel(Index units, const T* input_nhwc, Sampler sampler, T* output,
+__global__ void forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampler sampler, T* output,
                                           PoolShape shape) {
   extern __shared__ unsigned char staged_bytes[];
-  T* staged = reinterpret_cast<T*>(staged_bytes);  // (tile channel, bin)
+  T* staged = reinterpret_cast<T*>(staged_bytes);  // (channel, bin)
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes, warps = blockDim.x / kLanes;
-  const Index tiles = Index((shape.channels + kStagedChannels - 1) / kStagedChannels);
   const int64_t bins = shape.bins();
-  for (Index u = blockIdx.x; u < units; u += gridDim.x) {
-    const Index k = u / tiles;
-    const int64_t first = int64_t(u - k * tiles) * kStagedChannels;
-    const int64_t valid = shape.channels - first < kStagedChannels ? shape.channels - first : kStagedChannels;
+  for (Index k = blockIdx.x; k < rois; k += gridDim.x) {
     const auto roi = sampler.roi(k);
-    const T* features = input_nhwc + roi.batch * shape.height * shape.width * shape.channels + first + lane;
+    const T* features = input_nhwc + roi.batch * shape.height * shape.width * shape.channels + lane;
     for (int64_t bin = warp; bin < bins; bin += warps) {
       const int64_t p = bin / shape.pooled_w, q = bin - p * shape.pooled_w;
       T result[kStagedPerLane];
@@ -216,28 +223,19 @@ __global__ void forward_avg_staged_kernel(Index units, const T* input_nhwc, Samp
       for (int64_t iy = 0; iy < roi.grid_h; ++iy) {
         for (int64_t ix = 0; ix < roi.grid_w; ++ix) {
           const BilinearSample<T> w = sampler.sample(roi, p, q, iy, ix);
-          const T* f0 = features + w.offset[0] * shape.channels;
-          const T* f1 = features + w.offset[1] * shape.channels;
-          const T* f2 = features + w.offset[2] * shape.channels;
-          const T* f3 = features + w.offset[3] * shape.channels;
-#pragma unroll
-          for (int j = 0; j < kStagedPerLane; ++j) {
-            if (lane + kLanes * j >= valid) continue;
-            const int d = kLanes * j;
-            // Same expression and order as the CPU's bilinear_interpolate; outside samples read 0.
-            result[j] += w.inside ? w.weight[0] * f0[d] + w.weight[1] * f1[d] + w.weight[2] * f2[d] + w.weight[3] * f3[d]
-                                  : T(0);
-          }
+          for_each_sample_value<kStagedPerLane>(features, w, shape.channels, lane,
+                                                [&](int j, T v) { result[j] += v; });
         }
       }
 #pragma unroll
       for (int j = 0; j < kStagedPerLane; ++j)
-        if (lane + kLanes * j < valid) staged[(lane + kLanes * j) * bins + bin] = result[j] / sampler.divisor(roi);
+        if (lane + kLanes * j < shape.channels)
+          staged[(lane + kLanes * j) * bins + bin] = result[j] / sampler.divisor(roi);
     }
     __syncthreads();
-    T* dst = output + (int64_t(k) * shape.channels + first) * bins;  // channels [first, first + valid) of RoI k
-    for (int64_t e = threadIdx.x; e < valid * bins; e += blockDim.x) dst[e] = staged[e];
-    __syncthreads();  // `staged` is reused by the block's next unit
+    T* dst = output + int64_t(k) * shape.channels * bins;  // RoI k's (C, bins) block
+    for (int64_t e = threadIdx.x; e < shape.channels * bins; e += blockDim.x) dst[e] = staged[e];
+    __syncthreads();  // `staged` is reused by the block's next RoI
   }
 }
 
@@ -301,18 +299,19 @@ void forward(const Tensor& input, const Sampler& sampler, const Tensor& output, 
   if (n == 0) return;
   Tensor input_nhwc = empty({input.size(0), shape.height, shape.width, shape.channels}, input.options());
   transpose(input.data<T>(), input_nhwc.data<T>(), input.size(0), shape.channels, shape.height * shape.width);
-  // The staged average when one tile holds every channel and fits the default 48 KB of shared memory (7x7
-  // bins: 25 KB in float32). With more channels each tile would locate every sample again: on a 256-channel
-  // map that cost about what the coalesced writes saved (roi_align), or more (roi_align_rotated, whose
-  // samples are turned by the box's angle), so the warp-per-bin kernel keeps those.
+  // The staged average (one block per RoI) when its buffer of kStagedChannels channels holds every channel
+  // and fits the default 48 KB of shared memory (7x7 bins: 25 KB in float32). The kernel has no channel
+  // tiles, so it needs C <= kStagedChannels. Tiling wider maps would locate every sample once per tile: on a
+  // 256-channel map that cost about what the coalesced writes saved (roi_align), or more (roi_align_rotated,
+  // whose samples are turned by the box's angle; docs/benchmarks.md), so the warp-per-bin kernel keeps those.
   const size_t staged_bytes = size_t(kStagedChannels * shape.bins()) * sizeof(T);
   if (!kMax && shape.channels <= kStagedChannels && staged_bytes <= size_t(48) << 10) {
-    const int64_t units = output.size(0) * ((shape.channels + kStagedChannels - 1) / kStagedChannels);
-    with_index(units, [&](auto index) {
+    const int64_t rois = output.size(0);
+    with_index(rois, [&](auto index) {
       using Index = decltype(index);
       forward_avg_staged_kernel<T, Index, Sampler>
-          <<<cuda::blocks_for(units, 1), cuda::kThreadsPerBlock, staged_bytes, cuda::current_stream()>>>(
-              Index(units), input_nhwc.data<T>(), sampler, output.data<T>(), shape);
+          <<<cuda::blocks_for(rois, 1), cuda::kThreadsPerBlock, staged_bytes, cuda::current_stream()>>>(
+              Index(rois), input_nhwc.data<T>(), sampler, output.data<T>(), shape);
     });
     MINIDET_CUDA_LAUNCH_CHECK(kernel_name);
     return;
