@@ -131,7 +131,10 @@ inline std::string gpu_device_name() {
   return std::string("cuda:") + prop.name;
 }
 
-inline double time_gpu_ms(const std::function<void()>& fn, int reps, int warmup = 10) {
+// `fn` in a stream of `calls` back-to-back calls, as a training loop runs it: CUDA events around the
+// whole stream, nothing waits in between, ms per call, median of `reps` streams. The host queues ahead while
+// the GPU works, so this is the throughput, where time_gpu_ms (one call from an idle GPU) is the latency.
+inline double time_gpu_stream_ms(const std::function<void()>& fn, int calls, int reps, int warmup = 10) {
   for (int i = 0; i < warmup; ++i) fn();
   cudaStream_t stream = cuda::current_stream();
   cudaEvent_t start, stop;
@@ -140,15 +143,36 @@ inline double time_gpu_ms(const std::function<void()>& fn, int reps, int warmup 
   std::vector<double> ms;
   for (int r = 0; r < reps; ++r) {
     MINIDET_CUDA_CHECK(cudaEventRecord(start, stream));
-    fn();
+    for (int c = 0; c < calls; ++c) fn();
     MINIDET_CUDA_CHECK(cudaEventRecord(stop, stream));
     MINIDET_CUDA_CHECK(cudaEventSynchronize(stop));
     float elapsed = 0;
     MINIDET_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
-    ms.push_back(elapsed);
+    ms.push_back(elapsed / calls);
   }
   MINIDET_CUDA_CHECK(cudaEventDestroy(start));
   MINIDET_CUDA_CHECK(cudaEventDestroy(stop));
+  return median(ms);
+}
+
+// One call of `fn` from an idle GPU: its latency, ms, median of `reps`.
+inline double time_gpu_ms(const std::function<void()>& fn, int reps, int warmup = 10) {
+  return time_gpu_stream_ms(fn, 1, reps, warmup);
+}
+
+// The host's share of `fn`: the wall time of the call alone, from an idle GPU (synchronised before each
+// call, not inside it), median of `reps`. Launches return before their kernels run, so this is what the
+// host spends queueing the work; a GPU time (time_gpu_ms) close to it means the host sets the pace.
+inline double time_host_issue_ms(const std::function<void()>& fn, int reps, int warmup = 10) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    MINIDET_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  MINIDET_CUDA_CHECK(cudaDeviceSynchronize());
   return median(ms);
 }
 #else
@@ -156,6 +180,14 @@ inline double time_gpu_ms(const std::function<void()>& fn, int reps, int warmup 
 inline std::string gpu_device_name() { return "none"; }
 inline double time_gpu_ms(const std::function<void()>&, int, int = 10) {
   std::fprintf(stderr, "time_gpu_ms: minidet was built without CUDA\n");
+  std::abort();
+}
+inline double time_gpu_stream_ms(const std::function<void()>&, int, int, int = 10) {
+  std::fprintf(stderr, "time_gpu_stream_ms: minidet was built without CUDA\n");
+  std::abort();
+}
+inline double time_host_issue_ms(const std::function<void()>&, int, int = 10) {
+  std::fprintf(stderr, "time_host_issue_ms: minidet was built without CUDA\n");
   std::abort();
 }
 #endif

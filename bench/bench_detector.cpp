@@ -14,7 +14,11 @@
 // infer  forward_infer on one batch in eval mode (BatchNorm's running statistics), as the evaluation does.
 //
 // GPU: batch 8 and 16 (--batches), CUDA events around each step, the median after 10 warm-up steps (so the
-// median step is one without the LossWatch's read). Then, separately (the counting would perturb the
+// median step is one without the LossWatch's read). Beside it, per batch: the step with every op launched from
+// the host (train-eager) and with the RoI box stage eager (train-2graphs); for all three, the host's share
+// of a step (the wall time to queue it) and the time per step of 20 steps back to back, as the training loop
+// runs them (the host queues ahead, so that is the throughput where one step from an idle GPU is the latency);
+// and the GPU time of each graphed stage replayed alone. Then, separately (the counting would perturb the
 // timing), over 20 more steps (one log_every window, so one read) and per step: kernel launches (CUPTI
 // callbacks, bench/launch_counter.h; "n/a" without CUPTI), device-to-host and host-to-device copies
 // (core/transfer_counts.h: each one is a host synchronisation, see there), cudaMalloc calls of the caching
@@ -206,29 +210,56 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
               device.c_str(), reps, kCountedSteps);
   if (!bench::LaunchCounter::available()) std::printf("(built without CUPTI: kernel launches read n/a)\n");
   // All timings first, then all counts: CUPTI's callbacks slow every API call while subscribed.
-  // "train" is the default step (the backbone and RPN head replayed as CUDA graphs), "train-eager" the same
-  // step with every op launched from the host (schedule.cuda_graphs = false): the graphs' gain.
+  // "train" is the default step (the backbone, the RPN head and the RoI box stage replayed as CUDA graphs),
+  // "train-eager" the same step with every op launched from the host (schedule.cuda_graphs = false): the
+  // graphs' gain. "train-2graphs" keeps the box stage eager (its replacement removed), as the step was
+  // before that stage had a graph: that graph's gain alone.
   std::vector<std::unique_ptr<Workload>> workloads, eager_workloads;
-  std::vector<std::array<double, 3>> ms;
+  std::vector<std::array<double, 4>> ms;
   for (int64_t batch : batch_sizes) {
     workloads.push_back(std::make_unique<Workload>(Device::cuda(), train, batch));
     Workload& w = *workloads.back();
     w.trainer.model().train();
     const double train_ms = bench::time_gpu_ms([&] { w.train_step(); }, reps);
+    const double host_ms = bench::time_host_issue_ms([&] { w.train_step(); }, reps);
+    const double stream_ms = bench::time_gpu_stream_ms([&] { w.train_step(); }, kCountedSteps, 5);
     const nn::GraphedCounts graphs = w.trainer.cuda_graphs()->counts();
-    // What the replays cost the GPU alone: the floor under the backbone's share of a step.
-    const double graph_gpu_ms = w.trainer.cuda_graphs()->replay_gpu_ms(50);
+    // What the replays cost the GPU alone: the floor under the graphed stages' share of a step.
+    const auto stage_ms = w.trainer.cuda_graphs()->stage_replay_gpu_ms(50);
+    double graph_gpu_ms = 0;
+    std::string stages;
+    for (const auto& [name, ms] : stage_ms) {
+      graph_gpu_ms += ms;
+      stages += (stages.empty() ? "" : ", ") + name + " " + std::to_string(ms).substr(0, 5);
+    }
     eager_workloads.push_back(std::make_unique<Workload>(Device::cuda(), train, batch, /*cuda_graphs=*/false));
     Workload& e = *eager_workloads.back();
     e.trainer.model().train();
     const double eager_ms = bench::time_gpu_ms([&] { e.train_step(); }, reps);
-    std::printf("batch %lld: backbone and RPN head graph calls: %lld eager, %lld captured, %lld replayed\n",
+    const double eager_host_ms = bench::time_host_issue_ms([&] { e.train_step(); }, reps);
+    const double eager_stream_ms = bench::time_gpu_stream_ms([&] { e.train_step(); }, kCountedSteps, 5);
+    double two_graphs_ms = 0, two_graphs_host_ms = 0, two_graphs_stream_ms = 0;
+    {
+      Workload t(Device::cuda(), train, batch);
+      t.trainer.model().roi_heads->replace_forward(nullptr);
+      t.trainer.model().train();
+      two_graphs_ms = bench::time_gpu_ms([&] { t.train_step(); }, reps);
+      two_graphs_host_ms = bench::time_host_issue_ms([&] { t.train_step(); }, reps);
+      two_graphs_stream_ms = bench::time_gpu_stream_ms([&] { t.train_step(); }, kCountedSteps, 5);
+    }
+    std::printf("batch %lld: graph calls (backbone, RPN head, box stage): %lld eager, %lld captured, %lld replayed\n",
                 static_cast<long long>(batch), static_cast<long long>(graphs.eager),
                 static_cast<long long>(graphs.captures), static_cast<long long>(graphs.replays));
-    std::printf("batch %lld: GPU time of the backbone + RPN head forward and backward (graph replays back to back): "
-                "%.3f ms\n", static_cast<long long>(batch), graph_gpu_ms);
+    std::printf("batch %lld: GPU time of the graphed stages' forward and backward (replays back to back): %.3f ms "
+                "(%s)\n", static_cast<long long>(batch), graph_gpu_ms, stages.c_str());
+    std::printf("batch %lld, ms per step       %8s %8s %8s\n", static_cast<long long>(batch), "train", "2graphs",
+                "eager");
+    std::printf("  one step from an idle GPU  %8.3f %8.3f %8.3f\n", train_ms, two_graphs_ms, eager_ms);
+    std::printf("  the host's share of it     %8.3f %8.3f %8.3f\n", host_ms, two_graphs_host_ms, eager_host_ms);
+    std::printf("  %d steps back to back      %8.3f %8.3f %8.3f\n", kCountedSteps, stream_ms, two_graphs_stream_ms,
+                eager_stream_ms);
     w.trainer.model().eval();
-    ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps), eager_ms});
+    ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps), eager_ms, two_graphs_ms});
   }
   print_header(true);
   for (size_t i = 0; i < workloads.size(); ++i) {
@@ -240,6 +271,7 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
     Workload& e = *eager_workloads[i];
     const Counts eager_counts = count_per_run([&] { e.train_step(); });
     report(device, e.batch, "train-eager", ms[i][2], &eager_counts);
+    report(device, e.batch, "train-2graphs", ms[i][3], nullptr);
     w.trainer.model().eval();
     const Counts infer_counts = count_per_run([&] { w.infer(); });
     report(device, w.batch, "infer", ms[i][1], &infer_counts);

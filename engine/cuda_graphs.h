@@ -1,20 +1,30 @@
-// CudaGraphs: the training step's fixed-shape part, the backbone and the RPN head, replayed as CUDA graphs
-// (nn/graphs/graphed_function.h), forward and backward, once two steps have warmed them up.
+// CudaGraphs: the training step's fixed-shape parts replayed as CUDA graphs (nn/graphs/graphed_function.h),
+// forward and backward, once two steps have warmed them up:
+//   the backbone          images -> features
+//   the RPN head          features -> objectness, deltas
+//   the RoI box stage     features and the sampled rows -> the box head's two losses (RoIAlign, the MLP,
+//                         cross-entropy and smooth L1: RoIHeads::box_losses)
+// Each has the same shapes at every step of a run: the sampler pads every image to K rows, so even the
+// second stage's inputs do not change shape with the data.
 //
-// The detector's code has one path: FasterRCNN calls (*backbone)(images) and the RPN calls
-// (*head)(features). While a CudaGraphs object lives, those calls replay a graph instead of launching the
-// module's kernels one by one (nn::Module::replace_forward, as torch.cuda.make_graphed_callables replaces a
-// module's forward); destroying it gives the modules their own forward back. The results are the eager
-// code's: the same kernels on the same values (tests/engine/test_cuda_graphs.cpp checks losses and weights
-// over several steps). Everything after the head depends on the proposals, so its shapes change from step
-// to step and it runs eagerly.
+// The detector's code has one path: FasterRCNN calls (*backbone)(images), the RPN calls (*head)(features)
+// and the RoI heads call box_losses(features, sample). While a CudaGraphs object lives, those calls replay a
+// graph instead of launching the module's kernels one by one (nn::Module::replace_forward, as
+// torch.cuda.make_graphed_callables replaces a module's forward); destroying it gives the modules their own
+// code back. The results are the eager code's: the same kernels on the same values
+// (tests/engine/test_cuda_graphs.cpp checks losses and weights over several steps). What runs eagerly in
+// between draws random numbers (the samplers) or matches each image's objects, whose count changes from
+// image to image: the RPN's targets and proposals, and the RoI sampling.
 //
 // Where graphs do not apply (the CPU, grad mode off, anomaly mode, new input shapes: see GraphedFunction),
-// the replacement runs the module's own forward, so installing them is always safe. The engine's Trainer
+// the replacement runs the module's own code, so installing them is always safe. The engine's Trainer
 // installs them on a GPU unless schedule.cuda_graphs is false.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "models/faster_rcnn/faster_rcnn.h"
 #include "nn/graphs/graphed_function.h"
@@ -28,14 +38,16 @@ class CudaGraphs {
   CudaGraphs(const CudaGraphs&) = delete;
   CudaGraphs& operator=(const CudaGraphs&) = delete;
 
-  // Eager, captured and replayed calls, summed over the two graphs (a replayed step counts 2 replays).
+  // Eager, captured and replayed calls, summed over the three stages (a replayed step counts 3 replays).
   nn::GraphedCounts counts() const;
-  // For benchmarks: the GPU time of both graphs' forward + backward replays (GraphedFunction::replay_gpu_ms).
+  // For benchmarks: the GPU time of every stage's forward + backward replays (GraphedFunction::replay_gpu_ms).
   double replay_gpu_ms(int rounds = 20);
+  // The same, stage by stage: (name, ms) for the backbone, the RPN head and the box stage.
+  std::vector<std::pair<std::string, double>> stage_replay_gpu_ms(int rounds = 20);
 
  private:
   models::FasterRCNN& model_;
-  std::shared_ptr<nn::GraphedFunction> backbone_, rpn_head_;
+  std::shared_ptr<nn::GraphedFunction> backbone_, rpn_head_, box_stage_;
 };
 
 }  // namespace minidet::engine

@@ -60,6 +60,17 @@ std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, co
   detail::check_targets_shapes(op, slots, gt_boxes, gt_labels);
   if (options_.check_targets) check_roi_targets(gt_boxes, gt_labels, options_.num_classes);  // 1 sync on CUDA
   const RoISample sample = sample_rois_padded(detached, gt_boxes, gt_labels, options_, generator);
+  return box_losses(features, sample);
+}
+
+std::map<std::string, Tensor> RoIHeads::box_losses(const Tensor& features, const RoISample& sample) {
+  if (!forward_replaced()) return forward_box_losses(features, sample);
+  const std::vector<Tensor> out =
+      call_replacement({features, sample.rois, sample.labels, sample.regression_targets, sample.valid}, 2);
+  return {{"loss_classifier", out[0]}, {"loss_box_reg", out[1]}};
+}
+
+std::map<std::string, Tensor> RoIHeads::forward_box_losses(const Tensor& features, const RoISample& sample) {
   return roi_heads_loss(forward_box_head(features, sample.rois), sample, options_.smooth_l1_beta);
 }
 

@@ -1,5 +1,4 @@
 // roi_heads_loss: cross-entropy and class-specific smooth L1 over the sampled rows (math in roi_heads.h).
-#include "core/factories.h"
 #include "models/common/box_type.h"
 #include "models/roi_heads/roi_heads.h"
 #include "ops/common/checks.h"
@@ -48,7 +47,8 @@ std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const Ro
   Tensor one_hot, positive, count;
   {
     NoGradGuard no_grad;  // the labels and masks are constants of the loss
-    const Tensor class_ids = arange(static_cast<double>(classes), TensorOptions(kInt64, logits.device()));
+    // Shared, not a fresh arange: no upload at each step, so a CUDA graph can record this loss.
+    const Tensor class_ids = shared_arange(classes, TensorOptions(kInt64, logits.device()));
     one_hot = eq(sample.labels.unsqueeze(1), class_ids.unsqueeze(0)).to(logits.dtype());  // (K, C + 1)
     positive = where(sample.valid, ge(sample.labels, 1.0), sample.valid);                  // valid and label >= 1
     count = clamp_min(sum(sample.valid.to(logits.dtype())), 1.0);  // S on the device (>= 1: no 0 / 0)

@@ -70,10 +70,12 @@ class Module {
   std::string describe() const;
 
   // What a call through operator() runs instead of forward(), when set: tensors in and out, in the order
-  // forward takes and returns them. The training engine installs a CUDA-graph replay of the module here
-  // (engine/cuda_graphs.h), as torch.cuda.make_graphed_callables replaces a module's forward, so the model's
-  // code has one path and the speed mechanics stay in the engine. forward() itself always runs the module's
-  // own code (the replay captures exactly that). An empty function removes the replacement.
+  // forward takes and returns them. (A module whose fixed-shape part is a named stage rather than its whole
+  // forward says so at that stage's entry point, as RoIHeads::box_losses does.) The training engine installs
+  // a CUDA-graph replay of the module here (engine/cuda_graphs.h), as torch.cuda.make_graphed_callables
+  // replaces a module's forward, so the model's code has one path and the speed mechanics stay in the
+  // engine. forward() itself always runs the module's own code (the replay captures exactly that). An empty
+  // function removes the replacement.
   using ForwardReplacement = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
   void replace_forward(ForwardReplacement replacement) { forward_replacement_ = std::move(replacement); }
   bool forward_replaced() const { return static_cast<bool>(forward_replacement_); }

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "core/error.h"
 #include "core/factories.h"
 #include "core/grad_mode.h"
 
@@ -13,8 +14,10 @@ namespace minidet {
 
 namespace {
 
-// Keyed by the value's bits (so -0.0 and 0.0, and NaN payloads, stay apart) with the dtype and device.
-using Key = std::tuple<uint64_t, int, int, int>;
+// Keyed by what is shared (a scalar, or an arange), the value's bits (so -0.0 and 0.0, and NaN payloads,
+// stay apart) or the arange's length, with the dtype and device.
+enum class Kind { kScalar, kArange };
+using Key = std::tuple<Kind, uint64_t, int, int, int>;
 
 std::mutex& cache_mutex() {
   static std::mutex mutex;
@@ -26,22 +29,48 @@ std::map<Key, Tensor>& cache() {
   return *constants;
 }
 
+// The cached constant under `key`, made by `make` the first time. `why`: what a write to it reports (a
+// string literal: the tensor keeps the pointer).
+template <typename Make>
+Tensor shared(const Key& key, const char* why, Make make) {
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  const auto found = cache().find(key);
+  if (found != cache().end()) return found->second;
+  NoGradGuard constant;  // a leaf that never requires grad, whatever mode the first caller was in
+  Tensor made = make();
+  // Read-only even past the cap, so a caller never depends on whether its constant happened to be cached.
+  made.make_read_only(why);
+  // Each kind under its own cap, so that scalars that change every call cannot push the aranges out.
+  static size_t kept[2] = {0, 0};
+  size_t& count = kept[static_cast<int>(std::get<0>(key))];
+  if (count < kMaxSharedScalars) {
+    cache().emplace(key, made);
+    count++;
+  }
+  return made;
+}
+
+Key key_of(Kind kind, uint64_t value, const TensorOptions& options) {
+  return {kind, value, static_cast<int>(options.dtype), static_cast<int>(options.device.type), options.device.index};
+}
+
 }  // namespace
 
 Tensor shared_scalar(double value, const TensorOptions& options) {
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
-  const Key key{bits, static_cast<int>(options.dtype), static_cast<int>(options.device.type), options.device.index};
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  const auto found = cache().find(key);
-  if (found != cache().end()) return found->second;
-  NoGradGuard constant;  // a leaf that never requires grad, whatever mode the first caller was in
-  Tensor made = full({}, value, options);
-  // Read-only even past the cap, so a caller never depends on whether its constant happened to be cached.
-  made.make_read_only("a shared_scalar constant, which every caller asking for the same value shares "
-                      "(ops/elementwise/shared_scalar.h)");
-  if (cache().size() < kMaxSharedScalars) cache().emplace(key, made);
-  return made;
+  return shared(key_of(Kind::kScalar, bits, options),
+                "a shared_scalar constant, which every caller asking for the same value shares "
+                "(ops/elementwise/shared_scalar.h)",
+                [&] { return full({}, value, options); });
+}
+
+Tensor shared_arange(int64_t n, const TensorOptions& options) {
+  MINIDET_CHECK(n >= 0, "shared_arange: expected a length >= 0, got ", n);
+  return shared(key_of(Kind::kArange, static_cast<uint64_t>(n), options),
+                "a shared_arange constant, which every caller asking for the same length shares "
+                "(ops/elementwise/shared_scalar.h)",
+                [&] { return arange(static_cast<double>(n), options); });
 }
 
 int64_t shared_scalar_count() {

@@ -22,6 +22,12 @@ namespace minidet {
 constexpr size_t kMaxSharedScalars = 512;
 
 Tensor shared_scalar(double value, const TensorOptions& options);
+// shared_arange(n, options): the read-only (n) tensor 0, 1, ..., n - 1, shared the same way. An arange is
+// made on the host and uploaded; shared, the class ids a one-hot compares with (roi_heads_loss) are uploaded
+// once per process instead of at every step, and a CUDA graph can record that comparison (a graph cannot
+// hold an upload: core/cuda/graph.h). Aranges have a cap of their own, kMaxSharedScalars too, so scalars that
+// change every call cannot crowd them out; shared_scalar_count counts both.
+Tensor shared_arange(int64_t n, const TensorOptions& options);
 // How many constants the process holds (at most kMaxSharedScalars): leak tests that count live storages
 // subtract it, since a value first seen late (a data-dependent count) adds one constant, once.
 int64_t shared_scalar_count();

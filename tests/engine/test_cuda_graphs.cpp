@@ -1,6 +1,6 @@
-// engine::CudaGraphs: the detector trained with its backbone and RPN head replayed as CUDA graphs learns
-// exactly what eager training learns, with no added host synchronisation; and destroying it gives the
-// modules their own forward back.
+// engine::CudaGraphs: the detector trained with its backbone, RPN head and RoI box stage replayed as CUDA
+// graphs learns exactly what eager training learns, with no added host synchronisation; and destroying it
+// gives the modules their own forward back.
 #include <vector>
 
 #include "core/deterministic.h"
@@ -32,7 +32,8 @@ double value(const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64)
 }  // namespace
 
 MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: training with graph replays gives the losses and weights of eager training") {
-  // The backbone and the RPN head replay as graphs from the third step on; the twin runs every op eagerly.
+  // The backbone, the RPN head and the box stage replay as graphs from the third step on; the twin runs
+  // every op eagerly.
   // Same weights, batches and sampling draws: the same training. Deterministic kernels (no atomics in
   // deformable conv and RoIAlign), so that six AdamW steps cannot amplify a last-bit difference of summation
   // order into a visible one.
@@ -46,6 +47,7 @@ MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: training with graph replays gives the 
   engine::CudaGraphs graphs(graphed);
   CHECK(graphed.backbone->forward_replaced());
   CHECK(graphed.rpn->head->forward_replaced());
+  CHECK(graphed.roi_heads->forward_replaced());
   CHECK(!eager.backbone->forward_replaced());
   nn::AdamW eager_opt({{eager.parameters(), 0.01, 0.01}}), graphed_opt({{graphed.parameters(), 0.01, 0.01}});
   Generator sample_a(53), sample_b(53);
@@ -79,9 +81,9 @@ MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: training with graph replays gives the 
   }
   // Per graph: 2 warm-up calls, 1 capture, 4 replays (the third call captures, then replays).
   const nn::GraphedCounts counts = graphs.counts();
-  CHECK(counts.eager == 2 * 2);
-  CHECK(counts.captures == 2 * 1);
-  CHECK(counts.replays == 2 * 4);
+  CHECK(counts.eager == 3 * 2);
+  CHECK(counts.captures == 3 * 1);
+  CHECK(counts.replays == 3 * 4);
 }
 
 TEST_CASE("values/cuda_graphs: installing them replaces the modules' forward and removing them restores it") {
@@ -100,9 +102,10 @@ TEST_CASE("values/cuda_graphs: installing them replaces the modules' forward and
     CHECK(model.backbone->forward_replaced());
     const Losses through = model.forward_train(images, boxes, labels, {}, &sample_b);
     for (const auto& [name, loss] : eager) CHECK(value(through.at(name)) == value(loss));
-    CHECK(graphs.counts().eager == 2);  // each module's replacement ran its forward eagerly once
+    CHECK(graphs.counts().eager == 3);  // each stage's replacement ran its own code eagerly once
     CHECK(graphs.counts().captures == 0);
   }
   CHECK(!model.backbone->forward_replaced());
   CHECK(!model.rpn->head->forward_replaced());
+  CHECK(!model.roi_heads->forward_replaced());
 }

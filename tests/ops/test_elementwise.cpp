@@ -455,3 +455,19 @@ TEST_CASE("values/shared_scalar: one read-only constant per value dtype and devi
   }
   CHECK(shared_scalar_count() <= static_cast<int64_t>(kMaxSharedScalars));
 }
+
+TEST_CASE("values/shared_arange: one read-only 0..n-1 per length dtype and device, beside the scalars") {
+  const Tensor a = shared_arange(4, kInt64);
+  CHECK(a.is_same(shared_arange(4, kInt64)));
+  CHECK(a.to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3});
+  CHECK(!shared_arange(4, kFloat32).is_same(a));
+  CHECK(!shared_arange(5, kInt64).is_same(a));
+  CHECK(shared_arange(0, kInt64).numel() == 0);
+  CHECK(!a.requires_grad());
+  CHECK_THROWS_CONTAINING(a.fill_(1.0), "shared_arange");
+  CHECK_THROWS_CONTAINING(shared_arange(-1, kInt64), "expected a length >= 0");
+  // Scalars past their cap (as a value that changes every call gives) do not stop aranges from being kept.
+  for (int i = 0; i < 700; ++i) (void)shared_scalar(5000.5 + i, kFloat64);
+  const Tensor late = shared_arange(7, kInt64);
+  CHECK(late.is_same(shared_arange(7, kInt64)));
+}
