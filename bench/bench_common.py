@@ -32,6 +32,23 @@ def time_median_ms(torch, fn, reps, warmup=10):
     return median(times)
 
 
+def time_stream_ms(torch, fn, calls, reps, warmup=10):
+    """fn in streams of `calls` back-to-back calls, CUDA events around each stream, nothing waiting in between:
+    ms per call, median of `reps` streams (bench_common.h's time_gpu_stream_ms: the throughput of a loop)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / calls)
+    return median(times)
+
+
 COUNT_FIELDS = ("launches", "syncs", "d2h", "h2d", "device_allocations", "peak_bytes")
 
 

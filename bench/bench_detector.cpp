@@ -215,7 +215,7 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
   // graphs' gain. "train-2graphs" keeps the box stage eager (its replacement removed), as the step was
   // before that stage had a graph: that graph's gain alone.
   std::vector<std::unique_ptr<Workload>> workloads, eager_workloads;
-  std::vector<std::array<double, 4>> ms;
+  std::vector<std::array<double, 5>> ms;
   for (int64_t batch : batch_sizes) {
     workloads.push_back(std::make_unique<Workload>(Device::cuda(), train, batch));
     Workload& w = *workloads.back();
@@ -259,7 +259,7 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
     std::printf("  %d steps back to back      %8.3f %8.3f %8.3f\n", kCountedSteps, stream_ms, two_graphs_stream_ms,
                 eager_stream_ms);
     w.trainer.model().eval();
-    ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps), eager_ms, two_graphs_ms});
+    ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps), eager_ms, two_graphs_ms, stream_ms});
   }
   print_header(true);
   for (size_t i = 0; i < workloads.size(); ++i) {
@@ -267,6 +267,7 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
     w.trainer.model().train();
     const Counts train_counts = count_per_run([&] { w.train_step(); });
     report(device, w.batch, "train", ms[i][0], &train_counts);
+    report(device, w.batch, "train-stream", ms[i][4], nullptr);  // 20 steps back to back, per step
     if (i == 0) print_top_kernels(w.batch, train_counts);
     Workload& e = *eager_workloads[i];
     const Counts eager_counts = count_per_run([&] { e.train_step(); });

@@ -30,7 +30,9 @@ boxes and labels per image), forward in training mode, sum the four losses, reco
 losses in a small device table that reaches the host in one copy every 20 steps (the loop's LossWatch,
 engine/loss_watch.h: the progress line and the non-finite check), zero_grad, backward, AdamW step,
 scheduler step. "infer" is one forward in eval mode under no_grad on a moved batch. Batches: 8 and
-16 images, four distinct batches cycled. Each timed with CUDA events (10 warm-up runs, median of --reps); then,
+16 images, four distinct batches cycled. Each timed with CUDA events (10 warm-up runs, median of --reps), and
+"train-stream" is the step in streams of 20 back to back, events around each stream (per step, median of 5),
+as bench_detector's row of that name: the throughput of a training loop. Then,
 over 20 more runs (one loss read) under torch.profiler, per run: CUDA kernels (kernel events), host-to-device and
 device-to-host copies (Memcpy events), host synchronisations (cudaStreamSynchronize and cudaEventSynchronize
 calls: a .cpu(), .item() or nonzero waits with one), cudaMalloc calls of the caching allocator
@@ -80,13 +82,14 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import main, time_median_ms  # noqa: E402
+from bench_common import main, time_median_ms, time_stream_ms  # noqa: E402
 from detector_data import (IMAGE_SIZE, NUM_CLASSES, CocoSplit, batches, coco_results, collate,  # noqa: E402
                            drawn_plan, make_shapes, pixel_values, plan_batches, read_plan, split_batch, voc_map50)
 
 TRAIN_IMAGES, TEST_IMAGES = 2000, 200
 BATCHES = (8, 16)
 HELD_BATCHES = 4
+STREAM_STEPS = 20  # one LossWatch window, as bench_detector's train-stream row
 LOG_EVERY = 20  # engine/run_config.h, Schedule::log_every: how often the loop reads the losses
 COUNTED_RUNS = LOG_EVERY
 LOSS_NAMES = ("loss_objectness", "loss_rpn_box_reg", "loss_classifier", "loss_box_reg")
@@ -311,21 +314,23 @@ def run_benchmark(torch, reps, device_name):
 
         trainer.model.train()
         train_ms = time_median_ms(torch, lambda: trainer.step(next_batch()), reps)
+        stream_ms = time_stream_ms(torch, lambda: trainer.step(next_batch()), STREAM_STEPS, 5)
         trainer.model.eval()
         infer_ms = time_median_ms(torch, lambda: trainer.infer(next_batch()[0]), reps)
-        trainers.append((batch, trainer, next_batch, train_ms, infer_ms))
-    for batch, trainer, next_batch, train_ms, infer_ms in trainers:
+        trainers.append((batch, trainer, next_batch, train_ms, stream_ms, infer_ms))
+    for batch, trainer, next_batch, train_ms, stream_ms, infer_ms in trainers:
         trainer.model.train()
         train_counts = count_per_run(torch, lambda: trainer.step(next_batch()))
         trainer.model.eval()
         infer_counts = count_per_run(torch, lambda: trainer.infer(next_batch()[0]))
-        for pass_name, ms, counts in (("train", train_ms, train_counts), ("infer", infer_ms, infer_counts)):
+        for pass_name, ms, counts in (("train", train_ms, train_counts), ("train-stream", stream_ms, train_counts),
+                                      ("infer", infer_ms, infer_counts)):
             rows.append({"bench": "detector", "impl": "torchvision", "device": device_name, "shape": shape_of(batch),
                          "pass": pass_name, "median_ms": round(ms, 4), **counts})
-    print(f"{'shape':<22} {'pass':<6} {'median_ms':>10} {'launches':>9} {'d2h':>6} {'h2d':>6} {'syncs':>6} "
+    print(f"{'shape':<22} {'pass':<12} {'median_ms':>10} {'launches':>9} {'d2h':>6} {'h2d':>6} {'syncs':>6} "
           f"{'mallocs':>8} {'peak_MiB':>9}")
     for r in rows:
-        print(f"{r['shape']:<22} {r['pass']:<6} {r['median_ms']:>10.3f} {r['launches']:>9} {r['d2h']:>6} "
+        print(f"{r['shape']:<22} {r['pass']:<12} {r['median_ms']:>10.3f} {r['launches']:>9} {r['d2h']:>6} "
               f"{r['h2d']:>6} {r['syncs']:>6} {r['device_allocations']:>8} {r['peak_bytes'] / 2**20:>9.1f}")
     return rows
 
