@@ -18,10 +18,8 @@ using models::Losses;
 
 namespace {
 
-// tests/models/tiny_detector.h's batch in float32, its images on the GPU (targets stay on the CPU, as a
-// loader's).
-test::TinyBatch gpu_batch(uint64_t seed) {
-  test::TinyBatch b = test::tiny_batch(seed);
+// A tiny batch in float32, its images on the GPU (targets stay on the CPU, as a loader's).
+test::TinyBatch on_gpu(test::TinyBatch b) {
   b.images = b.images.to(kFloat32).to(Device::cuda());
   for (Tensor& box : b.boxes) box = box.to(kFloat32);
   return b;
@@ -29,17 +27,15 @@ test::TinyBatch gpu_batch(uint64_t seed) {
 
 double value(const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64).item<double>(); }
 
-}  // namespace
-
-MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: training with graph replays gives the losses and weights of eager training") {
-  // The backbone, the RPN head and the box stage replay as graphs from the third step on; the twin runs
-  // every op eagerly.
-  // Same weights, batches and sampling draws: the same training. Deterministic kernels (no atomics in
-  // deformable conv and RoIAlign), so that six AdamW steps cannot amplify a last-bit difference of summation
-  // order into a visible one.
+// Trains a graphed detector and an eager twin side by side for six steps on `batch(seed)` and checks that
+// they agree. The backbone, the RPN head and the box stage replay as graphs from the third step on; the twin
+// runs every op eagerly. Same weights, batches and sampling draws: the same training. Deterministic kernels
+// (no atomics in deformable conv and RoIAlign), so that six AdamW steps cannot amplify a last-bit
+// difference of summation order into a visible one.
+void check_graphed_training(const models::DetectorConfig& config, test::TinyBatch (*batch)(uint64_t)) {
   DeterministicGuard deterministic;
   Generator init_a(51), init_b(51);
-  FasterRCNN eager(test::tiny_detector_config(), &init_a), graphed(test::tiny_detector_config(), &init_b);
+  FasterRCNN eager(config, &init_a), graphed(config, &init_b);
   test::perturb_offset_predictors(eager, 52);
   test::perturb_offset_predictors(graphed, 52);
   eager.to(Device::cuda());
@@ -53,7 +49,7 @@ MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: training with graph replays gives the 
   Generator sample_a(53), sample_b(53);
   for (int step = 0; step < 6; ++step) {
     CAPTURE(step);
-    const test::TinyBatch b = gpu_batch(60 + static_cast<uint64_t>(step));
+    const test::TinyBatch b = on_gpu(batch(60 + static_cast<uint64_t>(step)));
     const TransferCounts before = transfer_counts();
     const Losses got = graphed.forward_train(b.images, b.boxes, b.labels, b.sizes, &sample_b);
     FasterRCNN::total_loss(got).backward();
@@ -84,6 +80,16 @@ MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: training with graph replays gives the 
   CHECK(counts.eager == 3 * 2);
   CHECK(counts.captures == 3 * 1);
   CHECK(counts.replays == 3 * 4);
+}
+
+}  // namespace
+
+MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: training with graph replays gives the losses and weights of eager training") {
+  check_graphed_training(test::tiny_detector_config(), test::tiny_batch);
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/cuda_graphs: the rotated detector's graphs (roi_align_rotated in the box stage) too") {
+  check_graphed_training(test::tiny_rotated_detector_config(), test::tiny_rotated_batch);
 }
 
 TEST_CASE("values/cuda_graphs: installing them replaces the modules' forward and removing them restores it") {

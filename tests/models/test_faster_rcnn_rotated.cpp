@@ -31,33 +31,17 @@ constexpr double kPi = 3.14159265358979323846;
 
 double value(const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64).item<double>(); }
 
-// The tiny detector of tiny_detector.h with rotated boxes: anchors at three angles, 6 per position.
-DetectorConfig tiny_rotated_config() {
-  DetectorConfig c = test::tiny_detector_config();
-  c.box_type = models::BoxType::kRotated;
-  c.rpn.anchor_angles_degrees = {-45, 0, 45};
-  return c;
-}
-
-// tiny_batch's images with rotated objects: a turned box and a thin bar in the first image, none in the second.
-test::TinyBatch rotated_batch(uint64_t seed) {
-  test::TinyBatch r = test::tiny_batch(seed);
-  r.boxes = {from_vector<double>({10.5, 9.6, 14.2, 9.1, 0.41, 21.9, 20.3, 18.7, 4.2, -1.1}, {2, 5}),
-             zeros({0, 5}, kFloat64)};
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("values/faster_rcnn_rotated: four finite losses, equal to the blocks composed, and (D, 5) detections") {
   Generator init(3);
-  FasterRCNN model(tiny_rotated_config(), &init);
+  FasterRCNN model(test::tiny_rotated_detector_config(), &init);
   model.to(kFloat64);
   CHECK(model.rpn->head->bbox_pred->weight.size(0) == 5 * 6);  // 5 deltas x (2 sizes x 3 angles)
   CHECK(model.roi_heads->box_head->bbox_pred->weight.size(0) == 5 * 3);  // 5 deltas x (2 classes + background)
   const Tensor anchors = model.rpn->anchors({32, 32}, zeros({2, 4, 4, 4}, kFloat64));
   CHECK(anchors.sizes() == Shape{4 * 4 * 6, 5});
-  const test::TinyBatch b = rotated_batch(4);
+  const test::TinyBatch b = test::tiny_rotated_batch(4);
 
   Generator gen(5);
   const Losses losses = model.forward_train(b.images, b.boxes, b.labels, b.sizes, &gen);
@@ -141,10 +125,10 @@ TEST_CASE("values/faster_rcnn_rotated: at angle 0 the rotated RPN's matching is 
 TEST_CASE("gradcheck/faster_rcnn_rotated: the total training loss against parameters of every part") {
   // As gradcheck/faster_rcnn: the proposals held fixed, the samplers reseeded at every evaluation.
   Generator init(11);
-  FasterRCNN model(tiny_rotated_config(), &init);
+  FasterRCNN model(test::tiny_rotated_detector_config(), &init);
   test::perturb_offset_predictors(model, 12);
   model.to(kFloat64);
-  const test::TinyBatch b = rotated_batch(13);
+  const test::TinyBatch b = test::tiny_rotated_batch(13);
   const models::PaddedProposals proposals = test::rpn_proposals_of(model, b, 14);
   REQUIRE(proposals.counts.to_vector<int64_t>()[0] > 0);
 
@@ -220,7 +204,7 @@ TEST_CASE("values/faster_rcnn_rotated_overfit: two images of rotated shapes, eve
 
 TEST_CASE("errors/faster_rcnn_rotated: rotated targets are refused by name") {
   Generator init(31);
-  FasterRCNN model(tiny_rotated_config(), &init);
+  FasterRCNN model(test::tiny_rotated_detector_config(), &init);
   const Tensor images = rand({1, 3, 32, 32}, kFloat32, &init);
   const std::vector<Tensor> labels = {from_vector<int64_t>({1}, {1})};
   auto train = [&](std::vector<float> box) {
@@ -243,23 +227,23 @@ TEST_CASE("errors/faster_rcnn_rotated: rotated targets are refused by name") {
   batch.rotated_boxes = {from_vector<float>({16, 16, 10, 4, 0.3f}, {1, 5})};
   CHECK_NOTHROW(model.forward_train(batch));
 
-  DetectorConfig bad = tiny_rotated_config();
+  DetectorConfig bad = test::tiny_rotated_detector_config();
   bad.rpn.anchor_angles_degrees.clear();
   CHECK_THROWS_CONTAINING(FasterRCNN(bad), "rpn.anchor_angles_degrees must be a non-empty list for rotated boxes");
-  bad = tiny_rotated_config();
+  bad = test::tiny_rotated_detector_config();
   bad.roi_heads.box_coder_angle_weight = 0;
   CHECK_THROWS_CONTAINING(FasterRCNN(bad), "roi_heads.box_coder_angle_weight must be positive");
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/faster_rcnn_rotated: losses and gradients match the CPU, with no host synchronisation") {
   Generator init_cpu(41), init_gpu(41);
-  FasterRCNN cpu(tiny_rotated_config(), &init_cpu), gpu(tiny_rotated_config(), &init_gpu);
+  FasterRCNN cpu(test::tiny_rotated_detector_config(), &init_cpu), gpu(test::tiny_rotated_detector_config(), &init_gpu);
   test::perturb_offset_predictors(cpu, 42);
   test::perturb_offset_predictors(gpu, 42);
   cpu.to(kFloat64);
   gpu.to(kFloat64);
   gpu.to(Device::cuda());
-  const test::TinyBatch b = rotated_batch(43);
+  const test::TinyBatch b = test::tiny_rotated_batch(43);
 
   Generator gen_cpu(44), gen_gpu(44);
   const Losses on_cpu = cpu.forward_train(b.images, b.boxes, b.labels, b.sizes, &gen_cpu);
