@@ -323,15 +323,19 @@ def run_benchmark(torch, reps, device_name):
         train_counts = count_per_run(torch, lambda: trainer.step(next_batch()))
         trainer.model.eval()
         infer_counts = count_per_run(torch, lambda: trainer.infer(next_batch()[0]))
-        for pass_name, ms, counts in (("train", train_ms, train_counts), ("train-stream", stream_ms, train_counts),
+        # The stream row has no counts of its own (bench_detector's neither): they are the train row's.
+        for pass_name, ms, counts in (("train", train_ms, train_counts), ("train-stream", stream_ms, {}),
                                       ("infer", infer_ms, infer_counts)):
             rows.append({"bench": "detector", "impl": "torchvision", "device": device_name, "shape": shape_of(batch),
                          "pass": pass_name, "median_ms": round(ms, 4), **counts})
     print(f"{'shape':<22} {'pass':<12} {'median_ms':>10} {'launches':>9} {'d2h':>6} {'h2d':>6} {'syncs':>6} "
           f"{'mallocs':>8} {'peak_MiB':>9}")
     for r in rows:
-        print(f"{r['shape']:<22} {r['pass']:<12} {r['median_ms']:>10.3f} {r['launches']:>9} {r['d2h']:>6} "
-              f"{r['h2d']:>6} {r['syncs']:>6} {r['device_allocations']:>8} {r['peak_bytes'] / 2**20:>9.1f}")
+        line = f"{r['shape']:<22} {r['pass']:<12} {r['median_ms']:>10.3f}"
+        if "launches" in r:
+            line += (f" {r['launches']:>9} {r['d2h']:>6} {r['h2d']:>6} {r['syncs']:>6} {r['device_allocations']:>8} "
+                     f"{r['peak_bytes'] / 2**20:>9.1f}")
+        print(line)
     return rows
 
 

@@ -22,7 +22,12 @@ CudaGraphs::CudaGraphs(models::FasterRCNN& model) : model_(model) {
   box_stage_ = std::make_shared<nn::GraphedFunction>(
       "roi_heads.box_losses", std::vector<std::shared_ptr<nn::Module>>{model.roi_heads},
       [&roi_heads](const std::vector<Tensor>& in) {
-        const std::map<std::string, Tensor> losses = roi_heads.forward_box_losses(in[0], {in[1], in[2], in[3], in[4]});
+        models::RoISample sample;
+        sample.rois = in[1];
+        sample.labels = in[2];
+        sample.regression_targets = in[3];
+        sample.valid = in[4];
+        const std::map<std::string, Tensor> losses = roi_heads.forward_box_losses(in[0], sample);
         return std::vector<Tensor>{losses.at("loss_classifier"), losses.at("loss_box_reg")};
       });
   backbone.replace_forward([graph = backbone_](const std::vector<Tensor>& in) { return (*graph)(in); });

@@ -4,17 +4,23 @@
 //   the RPN head          features -> objectness, deltas
 //   the RoI box stage     features and the sampled rows -> the box head's two losses (RoIAlign, the MLP,
 //                         cross-entropy and smooth L1: RoIHeads::box_losses)
-// Each has the same shapes at every step of a run: the sampler pads every image to K rows, so even the
-// second stage's inputs do not change shape with the data.
+// Each has the same shapes at every step of a run with the default options: the sampler keeps K rows per
+// image, padded, so the second stage's inputs do not change shape with the data as long as every image has
+// at least batch_size_per_image candidates (RoIHeads::box_losses; otherwise a change of shape means a new
+// warm-up and capture, see GraphedFunction).
 //
 // The detector's code has one path: FasterRCNN calls (*backbone)(images), the RPN calls (*head)(features)
 // and the RoI heads call box_losses(features, sample). While a CudaGraphs object lives, those calls replay a
 // graph instead of launching the module's kernels one by one (nn::Module::replace_forward, as
 // torch.cuda.make_graphed_callables replaces a module's forward); destroying it gives the modules their own
 // code back. The results are the eager code's: the same kernels on the same values
-// (tests/engine/test_cuda_graphs.cpp checks losses and weights over several steps). What runs eagerly in
-// between draws random numbers (the samplers) or matches each image's objects, whose count changes from
-// image to image: the RPN's targets and proposals, and the RoI sampling.
+// (tests/engine/test_cuda_graphs.cpp checks losses, gradients and weights over several steps). What runs
+// eagerly in between: the RPN's targets and the RoI sampling, which match each image's own number of
+// objects and draw the samplers' random numbers on the host, and the RPN's proposals, which have fixed
+// shapes but run without gradients, which GraphedFunction does not capture.
+//
+// What a caller must know: the box stage's two losses, like the backbone's features, are the graph's fixed
+// buffers, which the next step's replay overwrites (the Trainer copies them into its loss table at once).
 //
 // Where graphs do not apply (the CPU, grad mode off, anomaly mode, new input shapes: see GraphedFunction),
 // the replacement runs the module's own code, so installing them is always safe. The engine's Trainer

@@ -36,8 +36,8 @@ struct Schedule {
   double flip_probability = 0.5;
   uint64_t seed = 0;           // weights, data order, flips and the samplers
   int64_t detection_images = 4;  // validation images drawn into detections/ at each evaluation
-  bool cuda_graphs = true;       // on a GPU, replay the backbone and RPN head as CUDA graphs (same results,
-                                 // engine/cuda_graphs.h)
+  bool cuda_graphs = true;       // on a GPU, replay the backbone, the RPN head and the box stage as CUDA graphs
+                                 // (same results, engine/cuda_graphs.h)
 };
 
 // Which synthetic images: axis-aligned shapes (data/shapes/shapes_dataset.h) or rotated rectangles, ellipses

@@ -16,8 +16,9 @@
 // offset predictor. docs/detector.md follows one step with its shapes.
 //
 // The backbone and the RPN head are called as modules, (*backbone)(images) and (*head)(features), as PyTorch
-// calls module(x): their forward, unless the training engine installed a CUDA-graph replay of that same
-// forward (engine/cuda_graphs.h). Graph capture is the engine's concern; the model has one path.
+// calls module(x), and the RoI heads' losses through RoIHeads::box_losses: their own code, unless the
+// training engine installed a CUDA-graph replay of that same code (engine/cuda_graphs.h). Graph capture is
+// the engine's concern; the model has one path.
 //
 // Rotated boxes (config.box_type = rotated): the same stages make an RRPN-style detector (Ma et al. 2018;
 // detectron2's RRPN and RROIHeads): rotated anchors, five deltas per anchor and per class, rotated NMS,

@@ -60,11 +60,11 @@
 //   Host-to-device 4: the candidates' positions 0..W-1 (one arange, sliced for every use), each image's
 //   candidate count and the images' indices (all images are matched and their slots filled at once), and the
 //   sampler's priorities (one sampler call for all images); the loss's class ids are uploaded once per
-//   process (shared_arange). Each is a small staged copy that does not wait. Nothing has a data-dependent shape: the proposal counts stay on the device and
-//   only mark candidates "ignored", the slot selection is a topk of integer keys, the gathers are exact
-//   one-hot products (index_select would check its indices on the host), the classifier loss is log_softmax
-//   with a one-hot (cross_entropy would check its targets on the host), and the count of sampled rows lives
-//   in the valid mask.
+//   process (shared_arange). Each is a small staged copy that does not wait. Nothing has a data-dependent
+//   shape: the proposal counts stay on the device and only mark candidates "ignored", the slot selection is a
+//   topk of integer keys, the gathers are exact one-hot products (index_select would check its indices on the
+//   host), the classifier loss is log_softmax with a one-hot (cross_entropy would check its targets on the
+//   host), and the count of sampled rows lives in the valid mask.
 // - inference: the number of detections depends on the data, so the end cannot avoid the host.
 //   device-to-host 5: roi_align's check, the count of candidates above the threshold (nonzero), index_select's
 //   index check, NMS's kept count, and one copy of the kept rows, from which the host picks each image's best
@@ -180,10 +180,12 @@ class RoIHeads final : public nn::Module {
                                         const ImageSizes& image_sizes);
   // RoIAlign over the features, then the box head: the step both of the above share.
   BoxHeadOutput forward_box_head(const Tensor& features, const Tensor& rois);
-  // The second stage's losses on the sampled rows: forward_box_head, then roi_heads_loss. Every shape in it
-  // is fixed by the batch and the options (K rows, whatever the data), so the engine may replace it with a
-  // CUDA graph's replay (nn::Module::replace_forward; the replacement takes features, rois, labels,
-  // regression_targets, valid and returns loss_classifier, loss_box_reg). forward_train calls this.
+  // The second stage's losses on the sampled rows: forward_box_head, then roi_heads_loss. forward_train
+  // calls this. Its shapes are those of the sample, K = min(batch_size_per_image, P + Mw) rows per image: the
+  // same at every step whenever P >= batch_size_per_image (the defaults: P = 2000, 128 rows), else they
+  // follow the batch's most objects, Mw. So the engine may replace it with a CUDA graph's replay
+  // (nn::Module::replace_forward; the replacement takes features, rois, labels, regression_targets, valid
+  // and returns loss_classifier, loss_box_reg), which captures again when the shapes change.
   std::map<std::string, Tensor> box_losses(const Tensor& features, const RoISample& sample);
   // box_losses' own code, which the replacement records.
   std::map<std::string, Tensor> forward_box_losses(const Tensor& features, const RoISample& sample);

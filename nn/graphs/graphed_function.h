@@ -12,7 +12,7 @@
 //                       ĝ ← dL/dy; replay G_bwd; return the fixed gradients ∂L/∂x̂ and ∂L/∂θ.
 //
 // So a step pays one copy per input, one graph launch, one node, and in backward one copy per output and one
-// launch, whatever f does inside: for the detector's backbone and RPN head, hundreds of kernels, each of
+// launch, whatever f does inside: for the detector's backbone, hundreds of kernels, each of
 // which would cost the host an op's bookkeeping and a launch (docs/benchmarks.md counts them). The results
 // are those of the eager code: the same kernels on the same values (cuda/graphed_function tests it).
 //

@@ -69,13 +69,14 @@ class Module {
   //     (0): Linear(in=4, out=16, bias=true) (80 parameters)
   std::string describe() const;
 
-  // What a call through operator() runs instead of forward(), when set: tensors in and out, in the order
-  // forward takes and returns them. (A module whose fixed-shape part is a named stage rather than its whole
-  // forward says so at that stage's entry point, as RoIHeads::box_losses does.) The training engine installs
-  // a CUDA-graph replay of the module here (engine/cuda_graphs.h), as torch.cuda.make_graphed_callables
-  // replaces a module's forward, so the model's code has one path and the speed mechanics stay in the
-  // engine. forward() itself always runs the module's own code (the replay captures exactly that). An empty
-  // function removes the replacement.
+  // What a call through the module's entry point runs instead of the module's own code, when set: tensors in
+  // and out, in the order that code takes and returns them. The entry point is operator(), which replaces
+  // forward(), or for a module whose fixed-shape part is one stage of its forward, that stage's entry point,
+  // which says so (RoIHeads::box_losses). The training engine installs a CUDA-graph replay here
+  // (engine/cuda_graphs.h), as torch.cuda.make_graphed_callables replaces a module's forward, so the model's
+  // code has one path and the speed mechanics stay in the engine. The module's own code (forward(), or the
+  // stage's forward_ method) always runs as written: the replay captures exactly that. An empty function
+  // removes the replacement.
   using ForwardReplacement = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
   void replace_forward(ForwardReplacement replacement) { forward_replacement_ = std::move(replacement); }
   bool forward_replaced() const { return static_cast<bool>(forward_replacement_); }

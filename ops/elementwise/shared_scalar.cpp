@@ -1,7 +1,9 @@
 // shared_scalar: the process-wide cache of read-only 0-dim constants (see shared_scalar.h).
 #include "ops/elementwise/shared_scalar.h"
 
+#include <array>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -16,36 +18,37 @@ namespace {
 
 // Keyed by what is shared (a scalar, or an arange), the value's bits (so -0.0 and 0.0, and NaN payloads,
 // stay apart) or the arange's length, with the dtype and device.
-enum class Kind { kScalar, kArange };
+enum class Kind { kScalar, kArange, kCount };
 using Key = std::tuple<Kind, uint64_t, int, int, int>;
 
-std::mutex& cache_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
+// The constants, and how many of each kind are kept: each kind has its own cap, so that scalars that change
+// every call cannot push the aranges out.
+struct Cache {
+  std::mutex mutex;
+  std::map<Key, Tensor> constants;
+  std::array<size_t, static_cast<size_t>(Kind::kCount)> kept{};
+};
 // Never destroyed: the tensors must not be freed after the CUDA runtime has shut down at exit.
-std::map<Key, Tensor>& cache() {
-  static auto* constants = new std::map<Key, Tensor>();
-  return *constants;
+Cache& cache() {
+  static auto* state = new Cache();
+  return *state;
 }
 
 // The cached constant under `key`, made by `make` the first time. `why`: what a write to it reports (a
 // string literal: the tensor keeps the pointer).
-template <typename Make>
-Tensor shared(const Key& key, const char* why, Make make) {
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  const auto found = cache().find(key);
-  if (found != cache().end()) return found->second;
+Tensor shared(const Key& key, const char* why, const std::function<Tensor()>& make) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  const auto found = c.constants.find(key);
+  if (found != c.constants.end()) return found->second;
   NoGradGuard constant;  // a leaf that never requires grad, whatever mode the first caller was in
   Tensor made = make();
   // Read-only even past the cap, so a caller never depends on whether its constant happened to be cached.
   made.make_read_only(why);
-  // Each kind under its own cap, so that scalars that change every call cannot push the aranges out.
-  static size_t kept[2] = {0, 0};
-  size_t& count = kept[static_cast<int>(std::get<0>(key))];
-  if (count < kMaxSharedScalars) {
-    cache().emplace(key, made);
-    count++;
+  size_t& kept = c.kept[static_cast<size_t>(std::get<0>(key))];
+  if (kept < kMaxSharedScalars) {
+    c.constants.emplace(key, made);
+    kept++;
   }
   return made;
 }
@@ -74,8 +77,9 @@ Tensor shared_arange(int64_t n, const TensorOptions& options) {
 }
 
 int64_t shared_scalar_count() {
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  return static_cast<int64_t>(cache().size());
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return static_cast<int64_t>(c.constants.size());
 }
 
 }  // namespace minidet

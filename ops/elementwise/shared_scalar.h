@@ -28,8 +28,9 @@ Tensor shared_scalar(double value, const TensorOptions& options);
 // hold an upload: core/cuda/graph.h). Aranges have a cap of their own, kMaxSharedScalars too, so scalars that
 // change every call cannot crowd them out; shared_scalar_count counts both.
 Tensor shared_arange(int64_t n, const TensorOptions& options);
-// How many constants the process holds (at most kMaxSharedScalars): leak tests that count live storages
-// subtract it, since a value first seen late (a data-dependent count) adds one constant, once.
+// How many constants the process holds, scalars and aranges (at most kMaxSharedScalars of each): leak tests
+// that count live storages subtract it, since a value first seen late (a data-dependent count) adds one
+// constant, once.
 int64_t shared_scalar_count();
 
 }  // namespace minidet

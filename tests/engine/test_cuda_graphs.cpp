@@ -28,10 +28,10 @@ test::TinyBatch on_gpu(test::TinyBatch b) {
 double value(const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64).item<double>(); }
 
 // Trains a graphed detector and an eager twin side by side for six steps on `batch(seed)` and checks that
-// they agree. The backbone, the RPN head and the box stage replay as graphs from the third step on; the twin
-// runs every op eagerly. Same weights, batches and sampling draws: the same training. Deterministic kernels
-// (no atomics in deformable conv and RoIAlign), so that six AdamW steps cannot amplify a last-bit
-// difference of summation order into a visible one.
+// their losses, gradients and weights agree. The backbone, the RPN head and the box stage replay as graphs
+// from the third step on; the twin runs every op eagerly. Same weights, batches and sampling draws: the same
+// training. Deterministic kernels (no atomics in deformable conv and RoIAlign), so that six AdamW steps cannot
+// amplify a last-bit difference of summation order into a visible one.
 void check_graphed_training(const models::DetectorConfig& config, test::TinyBatch (*batch)(uint64_t)) {
   DeterministicGuard deterministic;
   Generator init_a(51), init_b(51);
@@ -59,6 +59,15 @@ void check_graphed_training(const models::DetectorConfig& config, test::TinyBatc
     for (const auto& [name, loss] : want) {
       CAPTURE(name);
       CHECK(value(got.at(name)) == doctest::Approx(value(loss)).epsilon(1e-4));
+    }
+    // The gradients themselves, before AdamW: its update m / sqrt(v) would hide a gradient scaled by a
+    // constant (the features' gradient sums the RPN head's and the box stage's nodes).
+    const auto eager_params = eager.named_parameters(), graphed_params = graphed.named_parameters();
+    for (size_t i = 0; i < eager_params.size(); ++i) {
+      CAPTURE(eager_params[i].first);
+      const Tensor want_grad = eager_params[i].second.grad(), got_grad = graphed_params[i].second.grad();
+      REQUIRE(want_grad.defined() == got_grad.defined());
+      if (want_grad.defined()) CHECK(test::allclose(got_grad.cpu(), want_grad.cpu(), 1e-4, 1e-6));
     }
     graphed_opt.step();
     eager_opt.step();
