@@ -18,20 +18,6 @@ def median(values):
     return values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
 
 
-def time_median_ms(torch, fn, reps, warmup=10):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return median(times)
-
-
 def time_stream_ms(torch, fn, calls, reps, warmup=10):
     """fn in streams of `calls` back-to-back calls, CUDA events around each stream, nothing waiting in between:
     ms per call, median of `reps` streams (bench_common.h's time_gpu_stream_ms: the throughput of a loop)."""
@@ -47,6 +33,11 @@ def time_stream_ms(torch, fn, calls, reps, warmup=10):
         stop.synchronize()
         times.append(start.elapsed_time(stop) / calls)
     return median(times)
+
+
+def time_median_ms(torch, fn, reps, warmup=10):
+    """One call of fn from an idle GPU, CUDA events around it: its latency, ms, median of `reps`."""
+    return time_stream_ms(torch, fn, 1, reps, warmup)
 
 
 COUNT_FIELDS = ("launches", "syncs", "d2h", "h2d", "device_allocations", "peak_bytes")

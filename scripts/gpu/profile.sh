@@ -28,18 +28,23 @@ esac
 # unit a kernel saturates: l1tex__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput...
 ncu_flags=(--cache-control none --clock-control none --print-units base --csv
            --metrics "$(python3 scripts/ncu-summary.py --print-metrics)${PROFILE_EXTRA_METRICS:+,$PROFILE_EXTRA_METRICS}")
+# One ncu run over a row of a benchmark, summed by ncu-summary.py: profile_row CSV_NAME COUNT STEP_KERNEL
+# PROGRAM ARGS... (the launches after PROFILE_SKIP, default 200; PROFILE_COUNT overrides COUNT).
+profile_row() {
+  local csv="$OUT/kernels-$1.csv" count=${PROFILE_COUNT:-$2} step_kernel=$3
+  shift 3
+  ncu --launch-skip "${PROFILE_SKIP:-200}" --launch-count "$count" "${ncu_flags[@]}" "$@" >"$csv" 2>>"$OUT/profile.err"
+  python3 scripts/ncu-summary.py "$csv" --step-kernel "$step_kernel" --top "${PROFILE_TOP:-12}" \
+    --dram-tbs "$dram_tbs" --fp32-tflops 66.9 2>&1 | tee -a "$summary"
+}
 if [[ -n ${PROFILE_ROI:-} ]]; then
   note "== profile (ncu on $gpu_name, rows of bench_roi_ops)"
   IFS=, read -ra rows <<<"$PROFILE_ROI"
   for row in "${rows[@]}"; do
     IFS=/ read -r op workload pass <<<"$row"
-    csv="$OUT/kernels-${op}-${workload}-${pass//[^a-z]/_}.csv"
     note "-- $op, $workload, $pass: ncu over ${PROFILE_COUNT:-300} launches after ${PROFILE_SKIP:-200}"
-    ncu --launch-skip "${PROFILE_SKIP:-200}" --launch-count "${PROFILE_COUNT:-300}" "${ncu_flags[@]}" \
-      build/gpu/bench/bench_roi_ops --skip-cpu --gpu-reps 50 --op "$op" --workload "$workload" --pass "$pass" \
-      >"$csv" 2>>"$OUT/profile.err"
-    python3 scripts/ncu-summary.py "$csv" --step-kernel first_bad_roi_kernel:1 --top "${PROFILE_TOP:-12}" \
-      --dram-tbs "$dram_tbs" --fp32-tflops 66.9 2>&1 | tee -a "$summary"
+    profile_row "${op}-${workload}-${pass//[^a-z]/_}" 300 first_bad_roi_kernel:1 \
+      build/gpu/bench/bench_roi_ops --skip-cpu --gpu-reps 50 --op "$op" --workload "$workload" --pass "$pass"
   done
   return 0
 fi
@@ -48,13 +53,9 @@ if [[ -n ${PROFILE_DEFORM:-} ]]; then
   IFS=, read -ra rows <<<"$PROFILE_DEFORM"
   for row in "${rows[@]}"; do
     IFS=/ read -r bench shape pass <<<"$row"
-    csv="$OUT/kernels-${bench}-${shape}-${pass//[^a-z]/_}.csv"
     note "-- $bench, shape $shape, $pass: ncu over ${PROFILE_COUNT:-120} launches after ${PROFILE_SKIP:-200}"
-    ncu --launch-skip "${PROFILE_SKIP:-200}" --launch-count "${PROFILE_COUNT:-120}" "${ncu_flags[@]}" \
-      build/gpu/bench/bench_deform_conv2d --skip-cpu --bench "$bench" --shape "$shape" --pass "$pass" \
-      >"$csv" 2>>"$OUT/profile.err"
-    python3 scripts/ncu-summary.py "$csv" --step-kernel deform_im2col_kernel:1 --top "${PROFILE_TOP:-12}" \
-      --dram-tbs "$dram_tbs" --fp32-tflops 66.9 2>&1 | tee -a "$summary"
+    profile_row "${bench}-${shape}-${pass//[^a-z]/_}" 120 deform_im2col_kernel:1 \
+      build/gpu/bench/bench_deform_conv2d --skip-cpu --bench "$bench" --shape "$shape" --pass "$pass"
     python3 bench/deform_conv2d_torch.py --profile-conv "$shape" 2>&1 | tee -a "$summary"
   done
   return 0
