@@ -1,15 +1,18 @@
 // RoI ops benchmark: a table of ops x workloads, forward and forward+backward, CPU and GPU (float32).
 //
 //   bench_roi_ops [--json PATH] [--cpu-reps N] [--gpu-reps N] [--skip-cpu] [--skip-gpu]
-//                 [--op NAME] [--workload big|tiny] [--pass NAME]
+//                 [--op NAME] [--workload big|tiny|head] [--pass NAME]
 //
 // --op, --workload and --pass keep only the rows they name, so that a profiler sees one combination, e.g.
 //   ncu bench_roi_ops --skip-cpu --op roi_pool --workload tiny --pass "fwd+bwd det"   (scripts/gpu/profile.sh)
 //
 // Workloads (kWorkloads): a detector's box head on an FPN level, (2,256,200,272) features with 2000 RoIs at
-// scale 1/4, and a small one, (8,64,32,32) with 1024 RoIs at scale 1/8; 7x7 bins, sampling 2, aligned.
+// scale 1/4; a small one, (8,64,32,32) with 1024 RoIs at scale 1/8; and minidet's own detector's box head at
+// batch 8, (8,128,16,16) with 128 RoIs per image at scale 1/16; 7x7 bins, sampling 2, aligned.
 // The RoIs come from a 64-bit LCG that bench/roi_ops_torch.py reproduces exactly, so both programs time
-// the same boxes: sizes uniform in [8, img/2] pixels, placed uniformly inside the image, batch k % N.
+// the same boxes: sizes uniform in [8, img/2] pixels, placed uniformly inside the image, batch k % N (the
+// images dealt in turn), except in "head", whose RoIs come image by image (batch k * N / K) as a detector's
+// sampler emits them.
 // "fwd" runs under no-grad; "fwd+bwd" backpropagates a fixed random gradient to the features (the rois
 // are proposals: constant, as in training). "fwd+bwd det" is the same under DeterministicMode. "fwd
 // nocheck" is "fwd" with check_roi_values off: no check of the rows' values and so no host synchronisation,
@@ -44,6 +47,7 @@ struct Workload {
   int64_t n, c, h, w, rois;
   double scale;  // feature pixels per image pixel
   int64_t pooled, sampling;
+  bool grouped;  // RoI k on image k * n / rois (each image's RoIs together), else k % n
   std::string label() const {
     char s[96];
     std::snprintf(s, sizeof s, "(%lld,%lld,%lld,%lld) K%lld 1/%g", (long long)n, (long long)c, (long long)h,
@@ -53,8 +57,9 @@ struct Workload {
 };
 
 const std::vector<Workload> kWorkloads = {
-    {"big", 2, 256, 200, 272, 2000, 0.25, 7, 2},
-    {"tiny", 8, 64, 32, 32, 1024, 0.125, 7, 2},
+    {"big", 2, 256, 200, 272, 2000, 0.25, 7, 2, false},
+    {"tiny", 8, 64, 32, 32, 1024, 0.125, 7, 2, false},
+    {"head", 8, 128, 16, 16, 1024, 0.0625, 7, 2, true},
 };
 
 // The rows to time: empty = all.
@@ -80,7 +85,8 @@ Tensor axis_aligned_rois(const Workload& wl) {
   for (int64_t k = 0; k < wl.rois; ++k) {
     const double bw = 8 + lcg.next() * (img_w / 2 - 8), bh = 8 + lcg.next() * (img_h / 2 - 8);
     const double x1 = lcg.next() * (img_w - bw), y1 = lcg.next() * (img_h - bh);
-    rows.insert(rows.end(), {float(k % wl.n), float(x1), float(y1), float(x1 + bw), float(y1 + bh)});
+    const int64_t image = wl.grouped ? k * wl.n / wl.rois : k % wl.n;
+    rows.insert(rows.end(), {float(image), float(x1), float(y1), float(x1 + bw), float(y1 + bh)});
   }
   return from_vector<float>(rows, {wl.rois, 5});
 }
@@ -170,7 +176,7 @@ void time_all(const std::string& device_name, const Device& device,
 int main(int argc, char** argv) {
   const bench::ExtraFlags only =
       bench::value_flags({{"--op", &g_only.op}, {"--workload", &g_only.workload}, {"--pass", &g_only.pass}});
-  const bench::Args args = bench::parse_args(argc, argv, 3, only, "[--op NAME] [--workload big|tiny] [--pass NAME]");
+  const bench::Args args = bench::parse_args(argc, argv, 3, only, "[--op NAME] [--workload big|tiny|head] [--pass NAME]");
   std::vector<std::string> op_names, workload_names;
   for (const RoiOp& op : kOps) op_names.push_back(op.bench);
   for (const Workload& wl : kWorkloads) workload_names.push_back(wl.name);

@@ -8,7 +8,7 @@ A table of ops x workloads (OPS x WORKLOADS below, the same rows as bench_roi_op
 the same 64-bit LCG, so both sides time identical boxes). float32; "fwd" under no_grad, "fwd+bwd"
 backpropagates a fixed random gradient to the features. CUDA events, 10 warm-up runs, median of --reps.
 Its "fwd" row is also the peer of minidet's "fwd nocheck" (torchvision checks no roi values). It also times torchvision's CPU kernels with ONE thread (impl "torchvision-cpu-1t", device "cpu", a few
-runs, printed before the GPU table) for comparison with bench_roi_ops' CPU rows. Needs torch and torchvision; says so and exits 0
+runs, printed before the GPU table; --skip-cpu leaves them out) for comparison with bench_roi_ops' CPU rows. Needs torch and torchvision; says so and exits 0
 without them. The common parts are in bench_common.py.
 """
 import os
@@ -18,10 +18,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import main, median, print_rows, time_median_ms  # noqa: E402
 
-# (n, c, h, w, rois, scale, pooled, sampling), as kWorkloads in bench_roi_ops.cpp
+# (n, c, h, w, rois, scale, pooled, sampling, grouped), as kWorkloads in bench_roi_ops.cpp; grouped: RoI k
+# on image k * n // rois (each image's RoIs together, as a detector's sampler emits them), else k % n.
 WORKLOADS = [
-    (2, 256, 200, 272, 2000, 0.25, 7, 2),
-    (8, 64, 32, 32, 1024, 0.125, 7, 2),
+    (2, 256, 200, 272, 2000, 0.25, 7, 2, False),
+    (8, 64, 32, 32, 1024, 0.125, 7, 2, False),
+    (8, 128, 16, 16, 1024, 0.0625, 7, 2, True),
 ]
 
 
@@ -48,7 +50,8 @@ def axis_aligned_rois(torch, wl):
         bw = 8 + lcg.next() * (img_w / 2 - 8)
         bh = 8 + lcg.next() * (img_h / 2 - 8)
         x1, y1 = lcg.next() * (img_w - bw), lcg.next() * (img_h - bh)
-        rows.append([float(i % n), x1, y1, x1 + bw, y1 + bh])
+        image = i * n // k if wl[8] else i % n
+        rows.append([float(image), x1, y1, x1 + bw, y1 + bh])
     return torch.tensor(rows, dtype=torch.float32)
 
 
@@ -73,7 +76,7 @@ def time_cpu_ms(fn, reps=3):
     return median(times)
 
 
-def run_torch(torch, reps):
+def run_torch(torch, reps, args):
     try:
         import torchvision.ops as ops
     except ImportError:
@@ -84,7 +87,8 @@ def run_torch(torch, reps):
     for bench, make_rois, apply in OPS:
         for wl in WORKLOADS:
             n, c, h, w = wl[:4]
-            for device, impl in (("cuda", "torchvision"), ("cpu", "torchvision-cpu-1t")):
+            devices = (("cuda", "torchvision"),) + (() if args.skip_cpu else (("cpu", "torchvision-cpu-1t"),))
+            for device, impl in devices:
                 gen = torch.Generator(device=device).manual_seed(1)
                 x = torch.randn(n, c, h, w, device=device, generator=gen, requires_grad=True)
                 rois = make_rois(torch, wl).to(device)
@@ -113,10 +117,16 @@ def run_torch(torch, reps):
                         # torchvision checks no roi values: its one forward is the peer of minidet's
                         # "fwd nocheck" (check_roi_values off) too.
                         rows.append(dict(rows[-1], **{"pass": "fwd nocheck"}))
-    print("== torchvision on the CPU, one thread, median of 3 ==")
-    print_rows(cpu_rows)
+    if cpu_rows:
+        print("== torchvision on the CPU, one thread, median of 3 ==")
+        print_rows(cpu_rows)
     return device_name, rows
 
 
+def add_arguments(parser):
+    parser.add_argument("--skip-cpu", action="store_true",
+                        help="time the GPU only (the CPU rows, one thread, take a minute), as bench_roi_ops --skip-cpu")
+
+
 if __name__ == "__main__":
-    sys.exit(main(__doc__, {name for name, _, _ in OPS}, run_torch))
+    sys.exit(main(__doc__, {name for name, _, _ in OPS}, run_torch, add_arguments))

@@ -3,8 +3,10 @@
 #include "core/error.h"
 
 #if MINIDET_WITH_CUDA
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/cuda/check.h"
@@ -97,17 +99,27 @@ cublasHandle_t cublas_handle() {
   return handle;
 }
 
-int multiprocessor_count() {
+namespace {
+
+// A device attribute of the current device, read once per device and attribute.
+int cached_attribute(cudaDeviceAttr attribute) {
   static std::mutex mutex;
-  static std::vector<int> counts;
+  static std::vector<std::pair<cudaDeviceAttr, std::vector<int>>> values;  // per attribute, per device
   const int device = current_device();
   std::lock_guard<std::mutex> lock(mutex);
-  if (static_cast<size_t>(device) >= counts.size()) counts.resize(device + 1, 0);
-  if (counts[device] == 0) {
-    MINIDET_CUDA_CHECK(cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
-  }
-  return counts[device];
+  auto it = std::find_if(values.begin(), values.end(), [&](const auto& entry) { return entry.first == attribute; });
+  if (it == values.end()) it = values.insert(values.end(), {attribute, {}});
+  std::vector<int>& per_device = it->second;
+  if (static_cast<size_t>(device) >= per_device.size()) per_device.resize(device + 1, -1);
+  if (per_device[device] < 0) MINIDET_CUDA_CHECK(cudaDeviceGetAttribute(&per_device[device], attribute, device));
+  return per_device[device];
 }
+
+}  // namespace
+
+int multiprocessor_count() { return cached_attribute(cudaDevAttrMultiProcessorCount); }
+
+int max_shared_memory_per_block() { return cached_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin); }
 
 DeviceGuard::DeviceGuard(const Device& device) {
   MINIDET_CHECK(device.is_cuda(), "DeviceGuard: expected a CUDA device, got ", device);

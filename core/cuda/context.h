@@ -34,6 +34,10 @@ cublasHandle_t cublas_handle();
 int current_device();
 // Number of multiprocessors of the current device (cached), for sizing grids.
 int multiprocessor_count();
+// The most dynamic shared memory one block of the current device can opt into (cached), in bytes: 227 KB on
+// Hopper. A kernel that needs more than the default 48 KB must first raise its
+// cudaFuncAttributeMaxDynamicSharedMemorySize to what it launches with.
+int max_shared_memory_per_block();
 
 // Makes `device` current for a scope and restores the previous device afterwards.
 class DeviceGuard {

@@ -1,9 +1,9 @@
-// CUDA RoIAlign: forward, the atomic input-gradient backward, and the RoI-coordinate gradient.
+// CUDA RoIAlign: forward, the input-gradient backward, and the RoI-coordinate gradient.
 //
-// The forward and the atomic backward are the channel-last kernels of roi_align_nhwc.cuh (shared with
-// roi_align_rotated; that header says why channel-last is fast), with AxisAlignedSampler below placing the
-// samples on the axis-aligned box. DeterministicMode replaces the atomics by the tile gather of
-// roi_align_gather.cuh (also shared with roi_align_rotated), which adds every term in the CPU's order.
+// The forward and the fast input gradient are the channel-last kernels of roi_align_nhwc.cuh and
+// roi_align_backward.cuh (shared with roi_align_rotated; the first says why channel-last is fast), with
+// AxisAlignedSampler below placing the samples on the axis-aligned box. DeterministicMode replaces the
+// atomics by the tile gather of roi_align_gather.cuh (also shared with roi_align_rotated), which adds every term in the CPU's order.
 //
 // The RoI-coordinate gradient needs a sum over channels, bins and samples per RoI: one block per RoI, each
 // thread a fixed strided part of that sum, then a fixed-shape tree in shared memory. No atomics, so it is
@@ -12,6 +12,7 @@
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
+#include "ops/roi_align/roi_align_backward.cuh"
 #include "ops/roi_align/roi_align_gather.cuh"
 #include "ops/roi_align/roi_align_kernels.h"
 #include "ops/roi_align/roi_align_nhwc.cuh"
@@ -115,9 +116,9 @@ void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois
       else roi_gather::backward<scalar_t, false>(grad_output, sampler, argmax, grad_input, "roi_align");
       return;
     }
-    const char* name = "roi_align backward_input_atomic_kernel";
-    if (g.max_mode) roi_nhwc::backward_atomic<scalar_t, true>(grad_output, sampler, argmax, grad_input, name);
-    else roi_nhwc::backward_atomic<scalar_t, false>(grad_output, sampler, argmax, grad_input, name);
+    const char* name = "roi_align backward kernel";
+    if (g.max_mode) roi_nhwc::backward<scalar_t, true>(grad_output, sampler, argmax, grad_input, name);
+    else roi_nhwc::backward<scalar_t, false>(grad_output, sampler, argmax, grad_input, name);
   });
 }
 

@@ -1,16 +1,17 @@
-// The channel-last CUDA kernels of RoIAlign, written once for both RoIAlign ops: the axis-aligned one
-// (roi_align_cuda.cu; Mask R-CNN: He et al. 2017) and the rotated one (ops/roi_align_rotated; detectron2's
-// ROIAlignRotated). Both average (or take the max of) bilinear reads at a grid of samples in every bin; they
-// differ only in WHERE sample (iy, ix) of bin (p, q) of RoI k sits in the feature map. That mapping is a
-// "sampler", a small struct the kernels take by value:
+// The channel-last CUDA kernels of RoIAlign (the forward here, the input gradient in roi_align_backward.cuh),
+// written once for both RoIAlign ops: the axis-aligned one (roi_align_cuda.cu; Mask R-CNN: He et al. 2017)
+// and the rotated one (ops/roi_align_rotated; detectron2's ROIAlignRotated). Both average (or take the max
+// of) bilinear reads at a grid of samples in every bin; they differ only in WHERE sample (iy, ix) of bin
+// (p, q) of RoI k sits in the feature map. That mapping is a "sampler", a small struct the kernels take by
+// value:
 //
 //   roi(k)                      RoI k's geometry: a struct with int64_t fields batch, grid_h, grid_w (samples
 //                               per bin along each axis). Computed or loaded once per work item.
 //   sample(roi, p, q, iy, ix)   the BilinearSample (ops/common/bilinear.h) of that sample: 4 neighbours, weights
 //   divisor(roi)                what an average bin's sum is divided by (grid_h * grid_w, as a T)
 //
-// Everything else (the work split, the channel loops, the order of every sum) lives here, so the two ops
-// cannot drift apart.
+// Everything else (the work split, the channel loops, the order of every sum) lives here and in
+// roi_align_backward.cuh, so the two ops cannot drift apart.
 //
 // Why channel-last. The geometry of a sample (where it sits, its weights) is the same for all C channels,
 // and C is large (256 in a detector's box head). So the work is split as (RoI, bin, channels) with the
@@ -22,6 +23,7 @@
 //              read is a coalesced warp read.
 //   backward:  the atomicAdd scatter goes into an NHWC gradient buffer, so each warp-wide atomic covers one
 //              128-byte line instead of 32 scattered addresses (torchvision's layout), then NHWC -> NCHW.
+//              Its kernels, which use this file's work split, are in roi_align_backward.cuh.
 // Zero-weight neighbours are skipped (a sample on a pixel line, the duplicated border neighbours).
 #pragma once
 
@@ -239,55 +241,6 @@ __global__ void forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampl
   }
 }
 
-template <typename T, typename Index, bool kMax, typename Sampler>
-__global__ void backward_atomic_kernel(Index n, const T* grad_output, Sampler sampler, const int64_t* argmax,
-                                       T* grad_nhwc, PoolShape shape) {
-  const WorkSplit<Index> split(shape);
-  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += Index(blockDim.x) * gridDim.x) {
-    const WorkItem<Index> e = split(i);
-    const auto roi = sampler.roi(e.k);
-    const int64_t c0 = e.c0;
-    // Channel c0 + 32 j of this bin is grad_output[first_out + 32 j * bins].
-    const int64_t first_out = (int64_t(e.k) * shape.channels + c0) * shape.bins() + e.bin;
-    T* dst = grad_nhwc + roi.batch * shape.height * shape.width * shape.channels + c0;
-    if constexpr (kMax) {
-      // Only the winning sample, with the whole gradient; each channel has its own winner.
-#pragma unroll
-      for (int j = 0; j < kChannelsPerLane; ++j) {
-        if (c0 + kLanes * j >= shape.channels) continue;
-        const int64_t out = first_out + int64_t(kLanes) * j * shape.bins(), s = argmax[out];
-        const BilinearSample<T> w = sampler.sample(roi, e.p, e.q, s / roi.grid_w, s % roi.grid_w);
-        if (!w.inside) continue;
-        for (int corner = 0; corner < 4; ++corner)
-          if (w.weight[corner] != T(0))
-            atomicAdd(dst + w.offset[corner] * shape.channels + kLanes * j, grad_output[out] * w.weight[corner]);
-      }
-    } else {
-      // avg: every sample hands gradient / count to its four neighbours, for each of the thread's channels.
-      T share[kChannelsPerLane];
-#pragma unroll
-      for (int j = 0; j < kChannelsPerLane; ++j)
-        share[j] = c0 + kLanes * j < shape.channels
-                       ? grad_output[first_out + int64_t(kLanes) * j * shape.bins()] / sampler.divisor(roi)
-                       : T(0);
-      for (int64_t iy = 0; iy < roi.grid_h; ++iy) {
-        for (int64_t ix = 0; ix < roi.grid_w; ++ix) {
-          const BilinearSample<T> w = sampler.sample(roi, e.p, e.q, iy, ix);
-          if (!w.inside) continue;
-          for (int corner = 0; corner < 4; ++corner) {
-            // Zero weights (a sample on a pixel line, the duplicated neighbours at the border) add nothing.
-            if (w.weight[corner] == T(0)) continue;
-            T* pixel = dst + w.offset[corner] * shape.channels;
-#pragma unroll
-            for (int j = 0; j < kChannelsPerLane; ++j)
-              if (c0 + kLanes * j < shape.channels) atomicAdd(pixel + kLanes * j, share[j] * w.weight[corner]);
-          }
-        }
-      }
-    }
-  }
-}
-
 // ---- launchers: call them inside MINIDET_DISPATCH_FLOATING with T = scalar_t ---------------------------------
 
 // output (K, C, ph, pw), and argmax like it when kMax, from input (N, C, H, W); all contiguous.
@@ -323,30 +276,6 @@ void forward(const Tensor& input, const Sampler& sampler, const Tensor& output, 
         shape);
   });
   MINIDET_CUDA_LAUNCH_CHECK(kernel_name);
-}
-
-// grad_input (N, C, H, W) is written, not accumulated: atomics into a zeroed NHWC buffer, then one transpose.
-template <typename T, bool kMax, typename Sampler>
-void backward_atomic(const Tensor& grad_output, const Sampler& sampler, const Tensor& argmax,
-                     const Tensor& grad_input, const char* kernel_name) {
-  if (grad_input.numel() == 0) return;
-  if (grad_output.numel() == 0) {
-    grad_input.zero_();
-    return;
-  }
-  const PoolShape shape = pool_shape(grad_input, grad_output);
-  const int64_t batch = grad_input.size(0);
-  const int64_t n = grad_output.size(0) * shape.bins() * channel_slabs(shape.channels) * kLanes;  // work items
-  Tensor grad_nhwc = zeros({batch, shape.height, shape.width, shape.channels}, grad_input.options());
-  with_index(n, [&](auto index) {
-    using Index = decltype(index);
-    backward_atomic_kernel<T, Index, kMax, Sampler>
-        <<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-            Index(n), grad_output.data<T>(), sampler, argmax.defined() ? argmax.data<int64_t>() : nullptr,
-            grad_nhwc.data<T>(), shape);
-  });
-  MINIDET_CUDA_LAUNCH_CHECK(kernel_name);
-  transpose(grad_nhwc.data<T>(), grad_input.data<T>(), batch, shape.height * shape.width, shape.channels);
 }
 
 }  // namespace minidet::ops::detail::roi_nhwc

@@ -1,15 +1,16 @@
-// CUDA roi_align_rotated: the forward, the atomic input gradient and, under DeterministicMode, the tile
+// CUDA roi_align_rotated: the forward, the fast input gradient and, under DeterministicMode, the tile
 // gather. Same sample positions and bilinear rules as the CPU (roi_align_rotated_kernels.h,
 // ops/common/bilinear.h).
 //
 // RoIAlign (Mask R-CNN: He et al. 2017) over a rotated box (detectron2's ROIAlignRotated; the math is in
 // roi_align_rotated.h) differs from the axis-aligned op only in where a bin's samples sit: the grid is laid
 // out in the box's own frame (u, v) and turned by the angle into the map. So this op runs roi_align's
-// channel-last kernels (ops/roi_align/roi_align_nhwc.cuh) with RotatedSampler below doing that turn, and is
+// channel-last kernels (ops/roi_align/roi_align_nhwc.cuh, roi_align_backward.cuh) with RotatedSampler below doing that turn, and is
 // fast for the same reasons:
 //   - the input (and, in backward, the gradient buffer) is NHWC, and the 32 lanes of a warp are 32
 //     consecutive channels of one bin: each bilinear read and each atomicAdd of a warp is one 128-byte
-//     line, not 32 addresses H*W apart;
+//     line, not 32 addresses H*W apart; on small maps the backward adds into a copy of the map in shared
+//     memory first;
 //   - a lane serves 8 channels, so one sample-geometry computation (rotation, floor, weights) serves up to
 //     256 channels instead of one;
 //   - each RoI's frame (centre, cos, sin, steps, grid) is computed once, by frames_kernel, not in every work
@@ -25,6 +26,7 @@
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
+#include "ops/roi_align/roi_align_backward.cuh"
 #include "ops/roi_align/roi_align_gather.cuh"
 #include "ops/roi_align/roi_align_nhwc.cuh"
 #include "ops/roi_align_rotated/roi_align_rotated_kernels.h"
@@ -127,8 +129,7 @@ void roi_align_rotated_backward_cuda(const Tensor& grad_output, const Tensor& ro
     if (deterministic)
       roi_gather::backward<scalar_t, false>(grad_output, sampler, Tensor(), grad_input, "roi_align_rotated");
     else
-      roi_nhwc::backward_atomic<scalar_t, false>(grad_output, sampler, Tensor(), grad_input,
-                                                 "roi_align_rotated backward_atomic_kernel");
+      roi_nhwc::backward<scalar_t, false>(grad_output, sampler, Tensor(), grad_input, "roi_align_rotated backward kernel");
   });
 }
 

@@ -9,9 +9,11 @@
 #include "core/deterministic.h"
 #include "core/transfer_counts.h"
 #include "core/factories.h"
+#include "ops/indexing/index_select.h"
 #include "ops/roi_align/roi_align.h"
 #include "ops/roi_align/roi_align_kernels.h"  // the kernels themselves, for the bit-for-bit cases
 #include "ops/shape/cat.h"
+#include "ops/sort/sort.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -311,6 +313,14 @@ std::vector<CudaCase> cuda_cases() {
        RoIAlignOptions().set_sampling_ratio(6).set_spatial_scale(0.5).set_pool_mode(M::Max)},
       {"avg, 7x7 bins of 6x6 samples", {1, 33, 14, 12}, 10, 0.5,
        RoIAlignOptions().set_sampling_ratio(6).set_spatial_scale(0.5)},
+      // The fast backward (roi_align_backward.cuh) keeps a map in shared memory when one fits (every shape
+      // above: 1, 2 and 4 channels per lane, slabs cut short by C) and adds to global memory when not.
+      {"max, 300 channels: the shared-memory backward's 4 channels per lane", {2, 300, 9, 11}, 13, 1.0,
+       RoIAlignOptions().set_output_size(5, 3).set_sampling_ratio(3).set_pool_mode(M::Max)},
+      {"avg, a map too large for shared memory (the global-atomic backward)", {2, 20, 90, 100}, 30, 0.5,
+       RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5)},
+      {"max, a map too large for shared memory", {1, 6, 90, 100}, 20, 0.5,
+       RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5).set_pool_mode(M::Max)},
   };
 }
 
@@ -325,6 +335,14 @@ Results run_case(const CudaCase& c, const Device& device, DType dtype, uint64_t 
   const Tensor y = roi_align(x, cat({r.batch.to(device), boxes}, 1), c.options);
   y.backward(random(y.sizes(), dtype, seed + 2).to(device));
   return {y.detach().cpu(), x.grad().cpu(), boxes.grad().cpu()};
+}
+
+// roi_align's input gradient on `device`, from CPU tensors, back on the CPU.
+Tensor input_grad_on(const Device& device, const Tensor& x, const Tensor& rois, const Tensor& upstream,
+                     const RoIAlignOptions& options) {
+  const Tensor leaf = (device.is_cuda() ? x.cuda() : x.clone()).requires_grad_();
+  roi_align(leaf, rois.to(device), options).backward(upstream.to(device));
+  return leaf.grad().cpu();
 }
 
 }  // namespace
@@ -348,6 +366,29 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: forward and both gradients match the CPU
         CHECK(minidet::test::allclose(gpu.grad_boxes, cpu.grad_boxes, dtype == kFloat32 ? 1e-3 : 1e-9,
                                       dtype == kFloat32 ? 1e-3 : 1e-9));
       }
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: the shared-memory backward with many RoIs, grouped by image or interleaved") {
+  // A detector's box head: 1,200 RoIs of 7x7 bins on four 16 x 16 maps of 128 channels, so each block of
+  // the shared-memory kernel takes a chunk of several RoIs. Grouped by image (as a detector's sampler emits
+  // them) a chunk merges its map once or twice; interleaved (random_rois deals images in turn) it merges at
+  // every RoI. Both must give the CPU's gradient.
+  for (DType dtype : {kFloat32, kFloat64}) {
+    CAPTURE(dtype);
+    const Tensor x = random({4, 128, 16, 16}, dtype, 90);
+    const Tensor interleaved = rois_of(random_rois(1200, 4, 16, 16, 0.0625, 91, dtype));
+    const Tensor grouped = index_select(interleaved, 0, argsort(interleaved.select(1, 0).contiguous()));
+    const Tensor upstream = random({1200, 128, 7, 7}, dtype, 92);
+    const auto options = RoIAlignOptions().set_output_size(7).set_spatial_scale(0.0625).set_sampling_ratio(2);
+    for (const Tensor& rois : {grouped, interleaved}) {
+      const Tensor cpu = input_grad_on(Device::cpu(), x, rois, upstream, options);
+      const Tensor gpu = input_grad_on(Device::cuda(), x, rois, upstream, options);
+      REQUIRE(max_abs_diff(cpu, zeros_like(cpu)) > 0);
+      // Each element sums some hundreds of terms, in another order on the GPU.
+      const double tol = dtype == kFloat32 ? 1e-4 : 1e-11;
+      CHECK(minidet::test::allclose(gpu, cpu, tol, tol));
     }
   }
 }
@@ -511,12 +552,9 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic backward on a detector-siz
     const Tensor rois = rois_of(random_rois(500, 2, 50, 68, 0.25, 81, dtype));
     const Tensor upstream = random({500, 64, 7, 7}, dtype, 82);
     const auto options = RoIAlignOptions().set_output_size(7).set_spatial_scale(0.25).set_sampling_ratio(2);
-    Tensor grads[3];
-    for (int run = 0; run < 3; ++run) {
-      const Tensor leaf = (run == 0 ? x.clone() : x.cuda()).requires_grad_();
-      roi_align(leaf, run == 0 ? rois : rois.cuda(), options).backward(run == 0 ? upstream : upstream.cuda());
-      grads[run] = leaf.grad().cpu();
-    }
+    const Tensor grads[3] = {input_grad_on(Device::cpu(), x, rois, upstream, options),
+                             input_grad_on(Device::cuda(), x, rois, upstream, options),
+                             input_grad_on(Device::cuda(), x, rois, upstream, options)};
     REQUIRE(max_abs_diff(grads[0], zeros_like(grads[0])) > 0);
     CHECK(test::same_bits(grads[1], grads[0]));
     CHECK(test::same_bits(grads[2], grads[1]));

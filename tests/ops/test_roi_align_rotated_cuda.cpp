@@ -2,7 +2,9 @@
 // the deterministic tile gather (ops/roi_align/roi_align_gather.cuh) handle specially, against the CPU, in
 // both backward modes (atomic, and deterministic: the CPU's order, the same bits every run).
 //   - channels that are not a multiple of the warp (32) or of a slab (256 = 32 lanes x 8 channels each);
-//   - maps smaller than one tile of the gather and larger than many;
+//   - maps smaller than one tile of the gather and larger than many; the small ones take the atomic
+//     backward's shared-memory map (ops/roi_align/roi_align_backward.cuh), the large ones its global adds;
+//   - RoIs of different images interleaved (the shared-memory map merges at each change of image);
 //   - RoIs partly or entirely outside the map (samples in the border band, samples that read 0), zero-size
 //     and inverted RoIs;
 //   - adaptive sampling (per-RoI grids), legacy (aligned = false) boxes, both angle directions;
