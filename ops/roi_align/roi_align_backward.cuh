@@ -5,22 +5,24 @@
 // sample adds share * w_j to its four neighbouring pixels (max mode: only the bin's winning sample, with
 // the whole dy). Many RoIs overlap, so those adds land on the same pixels; two kernels do them:
 //
-//   backward_map_kernel     when one image's H x W map of 32 channels fits in a block's shared memory (a
-//                           detector's box head: 7x7 bins on a stride-16 or -32 map). Each block keeps a
-//                           private copy of that map, adds its RoIs' samples there, and merges the copy into
-//                           the gradient with one global atomic per touched element: the "privatised
-//                           histogram" (each block counts into its own copy, then the copies are summed).
+//   backward_map_kernel     when one image's H x W map, for a slab of 32, 64 or 128 channels, fits in half a
+//                           multiprocessor's shared memory (a detector's box head: 7x7 bins on a stride-16
+//                           or -32 map; map_channels_per_lane has the rule). Each block keeps a private
+//                           copy of that map, adds its RoIs' samples there, and merges the copy into the
+//                           gradient with one global atomic per touched element: the "privatised histogram"
+//                           (each block counts into its own copy, then the copies are summed).
 //   backward_atomic_kernel  otherwise (large maps): each sample's adds go straight to global memory.
 //
 // Why the map pays. Global atomics to one address are serialised in L2. With a detector's defaults, 8 images
 // of 128 sampled RoIs, 7x7 bins of 2x2 samples on a 16 x 16 map, every gradient element receives
-// 1024 * 49 * 4 * 4 / (8 * 256), about 390 adds; in shared memory those adds are cheap, and only the merge
+// 1024 * 49 * 4 * 4 / (8 * 256), about 390 adds; in shared memory those adds are cheaper, and only the merge
 // (one add per element per block) reaches L2.
 //
 // Both write an NHWC buffer, zeroed first, so that a warp's 32 lanes (32 channels of one pixel) add into one
-// 128-byte line; one transpose then gives the (N, C, H, W) gradient. Zero weights (a sample on a pixel line,
-// the duplicated border neighbours) add nothing. The order of the adds varies from run to run, and so do the
-// last bits of the sums.
+// 128-byte line (two in float64); one transpose then gives the (N, C, H, W) gradient. Zero weights (a sample
+// on a pixel line, the duplicated border neighbours) are skipped: they add nothing to a finite gradient. (A
+// NaN or infinite dy therefore reaches fewer pixels here than on the CPU and in DeterministicMode, which add
+// share * 0 too.) The order of the adds varies from run to run, and so do the last bits of the sums.
 #pragma once
 
 #include <algorithm>
@@ -160,8 +162,9 @@ __device__ void add_roi_samples(T* map, const MapLayout& layout, const T* shares
   }
 }
 
-// Two blocks per multiprocessor in float32 (64 registers a thread; map_channels_per_lane sizes the map for
-// two), one in float64, whose registers allow no more.
+// Two blocks per multiprocessor in float32 (64 registers a thread, with a few bytes spilled at 2 and 4 channels
+// per lane; map_channels_per_lane sizes the map for two), one in float64, which needs some 90 to 110
+// registers. float64 maps are sized by the same rule all the same: one rule, and float64 is for checking.
 template <typename T, int kPerLane, bool kMax, typename Sampler>
 __global__ void __launch_bounds__(kMapWarps* kLanes, sizeof(T) == 4 ? 2 : 1)
     backward_map_kernel(int64_t rois, int64_t rois_per_block, const T* grad_output, Sampler sampler,
@@ -181,7 +184,9 @@ __global__ void __launch_bounds__(kMapWarps* kLanes, sizeof(T) == 4 ? 2 : 1)
     span[0] = int(layout.plane);
     span[1] = -1;
   }
-  int64_t image = -1;  // the image the map holds; the same in every thread
+  // The image the map holds, the same in every thread; -1: none yet. Batch indices are in [0, N): roi_align
+  // checks them, unless its caller turns check_roi_values off for rows it vouches for.
+  int64_t image = -1;
   for (int64_t k = first; k < last; ++k) {
     const auto roi = sampler.roi(k);
     if (roi.batch != image) {
@@ -210,7 +215,7 @@ __global__ void __launch_bounds__(kMapWarps* kLanes, sizeof(T) == 4 ? 2 : 1)
           add_sample(map, layout, w, shares[channel * layout.stride + bin], channel, me);
         }
       }
-    } else if (shape.bins() * roi.grid_h < (int64_t(1) << 31)) {
+    } else if (shape.bins() * roi.grid_h < (int64_t(1) << 31) - kMapWarps) {  // r + kMapWarps stays an int32_t
       add_roi_samples<int32_t>(map, layout, shares, sampler, roi, shape, warp, me);
     } else {
       add_roi_samples<int64_t>(map, layout, shares, sampler, roi, shape, warp, me);
@@ -280,11 +285,16 @@ __global__ void backward_atomic_kernel(Index n, const T* grad_output, Sampler sa
 // large for two blocks is also one that a RoI covers only a small part of, so the merges (which go over
 // whole rows of the map) cost more than they save; and one block alone would have half the warps in flight
 // to hide the shared-memory atomics' latency.
+// The most dynamic shared memory backward_map_kernel takes: half of what a block may opt into (227 KB on
+// Hopper, whose multiprocessors hold 228 KB), less 1 KB for what the system reserves per block and the
+// kernel's own few bytes, so that two blocks fit a multiprocessor.
+inline size_t map_bytes_cap() { return size_t(cuda::max_shared_memory_per_block()) / 2 - 1024; }
+
 template <typename T>
 int map_channels_per_lane(const PoolShape& shape) {
-  const size_t half = size_t(cuda::max_shared_memory_per_block()) / 2;
   for (int per_lane = 4; per_lane >= 1; per_lane /= 2)
-    if ((per_lane == 1 || kLanes * per_lane / 2 < shape.channels) && MapLayout(shape, per_lane).bytes<T>() <= half)
+    if ((per_lane == 1 || kLanes * per_lane / 2 < shape.channels) &&
+        MapLayout(shape, per_lane).bytes<T>() <= map_bytes_cap())
       return per_lane;
   return 0;
 }
@@ -300,8 +310,10 @@ void launch_backward_map(const Tensor& grad_output, const Sampler& sampler, cons
   const int64_t blocks = slabs * ((rois + per_block - 1) / per_block);
   const size_t bytes = layout.bytes<T>();
   auto kernel = backward_map_kernel<T, kPerLane, kMax, Sampler>;
-  if (bytes > size_t(48) << 10)  // past the default dynamic shared memory: opt in
-    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  // Past the default 48 KB of dynamic shared memory a kernel must opt in. Always to the cap, never to this
+  // launch's size: a smaller value set by one host thread could undercut another's launch in flight.
+  if (bytes > size_t(48) << 10)
+    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(map_bytes_cap())));
   kernel<<<unsigned(blocks), kMapWarps * kLanes, bytes, cuda::current_stream()>>>(
       rois, per_block, grad_output.data<T>(), sampler, argmax, grad_nhwc, shape, layout);
 }
