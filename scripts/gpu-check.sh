@@ -4,6 +4,9 @@
 # Logs go to $OUT, default /tmp/minidet-gpu. Each part is a script of its own under scripts/gpu/, sourced here
 # in a fixed order after scripts/gpu/build.sh.
 #
+# PREBUILT=1 skips the build and uses build/prebuilt.tgz, binaries cross-built by scripts/prebuild-gpu.sh on a
+# machine without a GPU and carried here (for sanitize, bench and profile; scripts/gpu/build.sh says more).
+#
 # The argument is a comma-separated list of parts (default: all):
 #   ctest     the whole suite (CUDA cases included; CTEST_ARGS="-R ^cuda/" runs only the GPU cases, which the
 #             CPU-only CI cannot)

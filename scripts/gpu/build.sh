@@ -6,6 +6,27 @@ note "== device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader | tee -a "$summary"
 nvcc --version | tail -1 | tee -a "$summary"
 
+# PREBUILT=1: use binaries built elsewhere instead of building: build/prebuilt.tgz from
+# scripts/prebuild-gpu.sh (cross-built for sm_90 on a machine with nvcc and no GPU, carried here), which saves
+# the minutes of a cold build on a fresh GPU machine. Only the parts that run binaries directly (sanitize,
+# bench, profile) can use them: ctest needs the build folder's own test lists. The archive's prebuilt-lib
+# holds the libraries this machine lacks under the builder's names; LD_LIBRARY_PATH puts it first.
+if [[ ${PREBUILT:-0} == 1 ]]; then
+  note "== build skipped (PREBUILT=1): the binaries of build/prebuilt.tgz"
+  tar xzf build/prebuilt.tgz || { note "PREBUILT=1 but no build/prebuilt.tgz (scripts/prebuild-gpu.sh makes it)"; exit 1; }
+  [[ -d build/gpu/prebuilt-lib ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$PWD/build/gpu/prebuilt-lib
+  for b in build/gpu/tests/test_* build/gpu/bench/bench_*; do
+    [[ -x $b ]] || continue
+    note "  $b"
+    if ldd "$b" | grep -q "not found"; then
+      ldd "$b" | grep "not found" | tee -a "$summary"
+      note "PREBUILT BINARY CANNOT RUN HERE: $b"
+      exit 1
+    fi
+  done
+  return 0 2>/dev/null || exit 0
+fi
+
 note "== build (preset gpu, sm_90)"
 start=$(date +%s)
 # A new build folder uses Ninja when the machine has it, as scripts/configure-release.sh does; else Make, whose
