@@ -5,8 +5,8 @@
 // sample adds share * w_j to its four neighbouring pixels (max mode: only the bin's winning sample, with
 // the whole dy). Many RoIs overlap, so those adds land on the same pixels; two kernels do them:
 //
-//   backward_map_kernel     when one image's H x W map, for a slab of 32, 64 or 128 channels, fits in half of
-//                           what a block may opt into (a detector's box head: 7x7 bins on a stride-16
+//   backward_map_kernel     when one image's H x W map, for a slab of 32, 64 or 128 channels, fits in half a
+//                           multiprocessor's shared memory (a detector's box head: 7x7 bins on a stride-16
 //                           or -32 map; map_channels_per_lane has the rule). Each block keeps a private
 //                           copy of that map, adds its RoIs' samples there, and merges the copy into the
 //                           gradient with one global atomic per touched element: the "privatised histogram"
@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(kMapWarps* kLanes, sizeof(T) == 4 ? 2 : 1)
           add_sample(map, layout, w, shares[channel * layout.stride + bin], channel, me);
         }
       }
-    } else if (shape.bins() * roi.grid_h < (int64_t(1) << 31)) {
+    } else if (shape.bins() * roi.grid_h < (int64_t(1) << 31) - kMapWarps) {  // r + kMapWarps stays an int32_t
       add_roi_samples<int32_t>(map, layout, shares, sampler, roi, shape, warp, me);
     } else {
       add_roi_samples<int64_t>(map, layout, shares, sampler, roi, shape, warp, me);
@@ -285,11 +285,16 @@ __global__ void backward_atomic_kernel(Index n, const T* grad_output, Sampler sa
 // large for two blocks is also one that a RoI covers only a small part of, so the merges (which go over
 // whole rows of the map) cost more than they save; and one block alone would have half the warps in flight
 // to hide the shared-memory atomics' latency.
+// The most dynamic shared memory backward_map_kernel takes: half of what a block may opt into (227 KB on
+// Hopper, whose multiprocessors hold 228 KB), less 1 KB for what the system reserves per block and the
+// kernel's own few bytes, so that two blocks fit a multiprocessor.
+inline size_t map_bytes_cap() { return size_t(cuda::max_shared_memory_per_block()) / 2 - 1024; }
+
 template <typename T>
 int map_channels_per_lane(const PoolShape& shape) {
-  const size_t half = size_t(cuda::max_shared_memory_per_block()) / 2;
   for (int per_lane = 4; per_lane >= 1; per_lane /= 2)
-    if ((per_lane == 1 || kLanes * per_lane / 2 < shape.channels) && MapLayout(shape, per_lane).bytes<T>() <= half)
+    if ((per_lane == 1 || kLanes * per_lane / 2 < shape.channels) &&
+        MapLayout(shape, per_lane).bytes<T>() <= map_bytes_cap())
       return per_lane;
   return 0;
 }
@@ -305,8 +310,10 @@ void launch_backward_map(const Tensor& grad_output, const Sampler& sampler, cons
   const int64_t blocks = slabs * ((rois + per_block - 1) / per_block);
   const size_t bytes = layout.bytes<T>();
   auto kernel = backward_map_kernel<T, kPerLane, kMax, Sampler>;
-  if (bytes > size_t(48) << 10)  // past the default dynamic shared memory: opt in
-    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  // Past the default 48 KB of dynamic shared memory a kernel must opt in. Always to the cap, never to this
+  // launch's size: a smaller value set by one host thread could undercut another's launch in flight.
+  if (bytes > size_t(48) << 10)
+    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(map_bytes_cap())));
   kernel<<<unsigned(blocks), kMapWarps * kLanes, bytes, cuda::current_stream()>>>(
       rois, per_block, grad_output.data<T>(), sampler, argmax, grad_nhwc, shape, layout);
 }

@@ -2,8 +2,12 @@
 //
 // The forward and the fast input gradient are the channel-last kernels of roi_align_nhwc.cuh and
 // roi_align_backward.cuh (shared with roi_align_rotated; the first says why channel-last is fast), with
-// AxisAlignedSampler below placing the samples on the axis-aligned box. DeterministicMode replaces the
-// atomics by the tile gather of roi_align_gather.cuh (also shared with roi_align_rotated), which adds every term in the CPU's order.
+// AxisAlignedSampler below placing the samples on the axis-aligned box. The average of up to 7x7 bins (a
+// detector's box head) takes the separable form instead where its scratch fits in shared memory
+// (roi_align_separable.cuh: Y = Aᵀ · X · B and dX = A · dY · Bᵀ per RoI and channel, which the rotated op's
+// turned samples do not allow; the backward also needs the map there). DeterministicMode
+// replaces the atomics by the tile gather of roi_align_gather.cuh (also shared with roi_align_rotated), which
+// adds every term in the CPU's order.
 //
 // The RoI-coordinate gradient needs a sum over channels, bins and samples per RoI: one block per RoI, each
 // thread a fixed strided part of that sum, then a fixed-shape tree in shared memory. No atomics, so it is
@@ -16,6 +20,7 @@
 #include "ops/roi_align/roi_align_gather.cuh"
 #include "ops/roi_align/roi_align_kernels.h"
 #include "ops/roi_align/roi_align_nhwc.cuh"
+#include "ops/roi_align/roi_align_separable.cuh"
 
 namespace minidet::ops::detail {
 namespace {
@@ -100,6 +105,10 @@ void roi_align_forward_cuda(const Tensor& input, const Tensor& rois, const Tenso
   cuda::DeviceGuard guard(input.device());
   if (output.numel() == 0) return;
   MINIDET_DISPATCH_FLOATING(input.dtype(), "roi_align", [&] {
+    if (roi_separable::forward_fits<scalar_t>(g)) {  // average, <= 7x7 bins, small map
+      roi_separable::forward<scalar_t>(input, rois, g, output, "roi_align forward kernel");
+      return;
+    }
     const AxisAlignedSampler<scalar_t> sampler{rois.data<scalar_t>(), g};
     if (g.max_mode) roi_nhwc::forward<scalar_t, true>(input, sampler, output, argmax, "roi_align forward_kernel");
     else roi_nhwc::forward<scalar_t, false>(input, sampler, output, argmax, "roi_align forward_kernel");
@@ -117,6 +126,10 @@ void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois
       return;
     }
     const char* name = "roi_align backward kernel";
+    if (roi_separable::backward_fits<scalar_t>(g)) {  // average, <= 7x7 bins, small map
+      roi_separable::backward<scalar_t>(grad_output, rois, g, grad_input, name);
+      return;
+    }
     if (g.max_mode) roi_nhwc::backward<scalar_t, true>(grad_output, sampler, argmax, grad_input, name);
     else roi_nhwc::backward<scalar_t, false>(grad_output, sampler, argmax, grad_input, name);
   });

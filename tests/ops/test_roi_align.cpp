@@ -12,6 +12,7 @@
 #include "ops/indexing/index_select.h"
 #include "ops/roi_align/roi_align.h"
 #include "ops/roi_align/roi_align_kernels.h"  // the kernels themselves, for the bit-for-bit cases
+#include "ops/roi_align/roi_align_separable.h"
 #include "ops/shape/cat.h"
 #include "ops/sort/sort.h"
 #include "tests/support.h"
@@ -146,6 +147,75 @@ TEST_CASE("values/roi_align: policy for RoIs partly and fully outside the map") 
   std::vector<double> expected(16, 0.0);
   expected[2 * 4 + 0] = 1;
   check_close(values(x.grad()), expected);
+}
+
+TEST_CASE("values/roi_align: the average in separable form, Aᵀ · X · B and A · dY · Bᵀ, is the per-sample sum") {
+  // roi_align_separable.h's claim, checked against the op's own forward and backward in float64: for every
+  // RoI, A and B built from for_each_axis_tap, then Y[k, c] = Aᵀ · X[n, c] · B / count and
+  // dX[n, c] += A · dY[k, c] / count · Bᵀ. The RoIs: random_rois's (some over the border), and rows entirely
+  // outside, of zero size, inverted and one pixel from the last row and column (the clamped taps).
+  struct Case {
+    const char* what;
+    RoIAlignOptions options;
+  };
+  const std::vector<Case> cases = {
+      {"aligned, sampling 2", RoIAlignOptions().set_output_size(7).set_sampling_ratio(2).set_spatial_scale(0.25)},
+      {"aligned, adaptive", RoIAlignOptions().set_output_size(3, 5).set_spatial_scale(0.25)},
+      {"legacy, adaptive", RoIAlignOptions().set_output_size(4, 2).set_spatial_scale(0.25).set_aligned(false)},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const int64_t images = 2, channels = 3, height = 9, width = 11;
+    const Tensor x = random({images, channels, height, width}, kFloat64, 40).requires_grad_();
+    const Tensor extra = rois_from({1, -90, -90, -50, -50, /*outside*/ 0, 13, 13, 13, 13, /*zero size*/
+                                    1, 30, 20, 6, 3, /*inverted*/ 0, 30, 20, 43.9, 35.9 /*to the last pixel*/});
+    const Tensor rois = cat({rois_of(random_rois(12, images, height, width, 0.25, 41)), extra}, 0);
+    const Tensor y = roi_align(x, rois, c.options);
+    const Tensor dy = random(y.sizes(), kFloat64, 42);
+    y.backward(dy);
+
+    const ops::detail::RoiAlignGeometry g = ops::detail::roi_align_geometry(x, rois, c.options);
+    const std::vector<double> r = values(rois), up = values(dy), input = values(x);
+    std::vector<double> separable(size_t(x.numel()), 0.0), forward(size_t(y.numel()), 0.0);
+    for (int64_t k = 0; k < rois.size(0); ++k) {
+      const ops::detail::RoiBox<double> b = ops::detail::roi_box(&r[size_t(k * 5)], g);
+      std::vector<double> A(size_t(height * g.pooled_h), 0.0), B(size_t(width * g.pooled_w), 0.0);
+      ops::detail::for_each_axis_tap(b.start_y, b.roi_h, b.grid_h, g.pooled_h, height,
+                                     [&](int64_t p, int64_t row, double w) { A[size_t(row * g.pooled_h + p)] += w; });
+      ops::detail::for_each_axis_tap(b.start_x, b.roi_w, b.grid_w, g.pooled_w, width,
+                                     [&](int64_t q, int64_t col, double w) { B[size_t(col * g.pooled_w + q)] += w; });
+      for (int64_t ch = 0; ch < channels; ++ch)
+        for (int64_t row = 0; row < height; ++row)
+          for (int64_t col = 0; col < width; ++col) {
+            double sum = 0;
+            for (int64_t p = 0; p < g.pooled_h; ++p)
+              for (int64_t q = 0; q < g.pooled_w; ++q)
+                sum += A[size_t(row * g.pooled_h + p)] * B[size_t(col * g.pooled_w + q)] *
+                       up[size_t(((k * channels + ch) * g.pooled_h + p) * g.pooled_w + q)];
+            separable[size_t(((b.batch * channels + ch) * height + row) * width + col)] += sum / double(b.count());
+          }
+      for (int64_t ch = 0; ch < channels; ++ch)
+        for (int64_t p = 0; p < g.pooled_h; ++p)
+          for (int64_t q = 0; q < g.pooled_w; ++q) {
+            double sum = 0;
+            for (int64_t row = 0; row < height; ++row)
+              for (int64_t col = 0; col < width; ++col)
+                sum += A[size_t(row * g.pooled_h + p)] * B[size_t(col * g.pooled_w + q)] *
+                       input[size_t(((b.batch * channels + ch) * height + row) * width + col)];
+            forward[size_t(((k * channels + ch) * g.pooled_h + p) * g.pooled_w + q)] = sum / double(b.count());
+          }
+    }
+    const std::vector<double> output = values(y);
+    double worst_forward = 0;
+    for (size_t i = 0; i < output.size(); ++i)
+      worst_forward = std::max(worst_forward, std::abs(output[i] - forward[i]));
+    CHECK(worst_forward <= 1e-12);
+    const std::vector<double> expected = values(x.grad());
+    REQUIRE(max_abs_diff(x.grad(), zeros_like(x.grad())) > 0);
+    double worst = 0;
+    for (size_t i = 0; i < expected.size(); ++i) worst = std::max(worst, std::abs(expected[i] - separable[i]));
+    CHECK(worst <= 1e-12);
+  }
 }
 
 TEST_CASE("values/roi_align: a zero-size RoI reads one point in every bin") {
@@ -303,18 +373,29 @@ std::vector<CudaCase> cuda_cases() {
        RoIAlignOptions().set_output_size(2).set_aligned(false).set_pool_mode(M::Max)},
       {"40 channels across warps", {2, 40, 25, 34}, 50, 0.25,
        RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.25)},
-      // Shapes for the CUDA forwards (roi_align_nhwc.cuh): a second slab of the warp-per-bin kernel (300
-      // channels), more than 32 samples per bin, and the staged average's full tile of 128 channels.
+      // Wider and denser shapes: 300 channels (ten slabs of 32, the last cut short), more than 32 samples per
+      // bin, and the 128 channels of the detector's box head.
       {"avg, 5x3 bins of 3x3 samples, 300 channels (two slabs)", {2, 300, 9, 11}, 13, 1.0,
        RoIAlignOptions().set_output_size(5, 3).set_sampling_ratio(3)},
-      {"avg, 128 channels: the staged forward's whole tile, as in the detector", {2, 128, 16, 16}, 40, 0.25,
+      {"avg, 128 channels, as in the detector", {2, 128, 16, 16}, 40, 0.25,
        RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.25)},
       {"max, 7x7 bins of 6x6 samples", {2, 9, 14, 12}, 10, 0.5,
        RoIAlignOptions().set_sampling_ratio(6).set_spatial_scale(0.5).set_pool_mode(M::Max)},
       {"avg, 7x7 bins of 6x6 samples", {1, 33, 14, 12}, 10, 0.5,
        RoIAlignOptions().set_sampling_ratio(6).set_spatial_scale(0.5)},
-      // The fast backward (roi_align_backward.cuh) keeps a map in shared memory when one fits (every shape
-      // above: 1, 2 and 4 channels per lane, slabs cut short by C) and adds to global memory when not.
+      // The average of at most 7x7 bins on a small map takes the separable kernels (roi_align_separable.cuh):
+      // in float32 every avg shape above, in float64 the two of 5 and 300 channels and the 40 x 40 map below;
+      // the 25 x 34 map (float32) and the 40 x 40 one add their gradient without a map, the others into a
+      // map. The other shapes keep the per-sample kernels covered: the staged forward (up to 128 channels)
+      // and the warp-per-bin one (more channels, or a float64 tile too large), backward_map_kernel's 1, 2
+      // and 4 channels per lane (max mode, 8x9 bins, and float64 maps), and the global-atomic backward where
+      // no map fits.
+      {"avg, 3x3 bins on a 40 x 40 map: the separable backward without a map", {1, 6, 40, 40}, 12, 0.5,
+       RoIAlignOptions().set_output_size(3).set_sampling_ratio(2).set_spatial_scale(0.5)},
+      {"avg, 8x9 bins (past the separable kernels' 7x7)", {2, 40, 14, 13}, 9, 0.5,
+       RoIAlignOptions().set_output_size(8, 9).set_sampling_ratio(2).set_spatial_scale(0.5)},
+      {"avg, 8x3 bins, 300 channels: the warp-per-bin forward", {2, 300, 9, 11}, 13, 1.0,
+       RoIAlignOptions().set_output_size(8, 3).set_sampling_ratio(2)},
       {"max, 300 channels: the shared-memory backward's 4 channels per lane", {2, 300, 9, 11}, 13, 1.0,
        RoIAlignOptions().set_output_size(5, 3).set_sampling_ratio(3).set_pool_mode(M::Max)},
       {"avg, a map too large for shared memory (the global-atomic backward)", {2, 20, 90, 100}, 30, 0.5,
@@ -372,9 +453,11 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: forward and both gradients match the CPU
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_align: the shared-memory backward with many RoIs, grouped by image or interleaved") {
   // A detector's box head: 1,200 RoIs of 7x7 bins on four 16 x 16 maps of 128 channels, so each block of
-  // the shared-memory kernel takes a chunk of several RoIs. Grouped by image (as a detector's sampler emits
-  // them) a chunk merges its map once or twice; interleaved (random_rois deals images in turn) it merges at
-  // every RoI. Both must give the CPU's gradient.
+  // the shared-memory kernels takes a chunk of several RoIs: the separable form's in float32, whose warps take
+  // a chunk's images one after another; backward_map_kernel's in float64 (its separable scratch would not
+  // fit), which merges its map whenever the next RoI is from another image. Grouped by image (as a detector's
+  // sampler emits them) a chunk holds one or two images; interleaved (random_rois deals images in turn) it
+  // holds all four, and backward_map_kernel merges at every RoI. Both must give the CPU's gradient.
   for (DType dtype : {kFloat32, kFloat64}) {
     CAPTURE(dtype);
     const Tensor x = random({4, 128, 16, 16}, dtype, 90);
@@ -390,6 +473,48 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: the shared-memory backward with many RoI
       const double tol = dtype == kFloat32 ? 1e-4 : 1e-11;
       CHECK(minidet::test::allclose(gpu, cpu, tol, tol));
     }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: a NaN reaches no more bins or pixels than on the CPU") {
+  // The separable kernels multiply whole rows of taps, most of them zero, and NaN * 0 is NaN: they skip the
+  // zero taps for a value that is not finite, so that one NaN pixel reaches only the bins whose samples read
+  // it, and one NaN bin of dY only the pixels its samples read (the CPU adds zero-weight neighbours too, so
+  // its NaNs are a superset). Maps of 16 x 16 (the gradient through the shared-memory map) and 32 x 32
+  // (straight to global memory), float32; every finite value must still match.
+  struct Map {
+    int64_t channels, size;
+  };
+  for (const Map& m : {Map{128, 16}, Map{64, 32}}) {
+    CAPTURE(m.size);
+    std::vector<float> input = random({2, m.channels, m.size, m.size}, kFloat32, 95).to_vector<float>();
+    input[size_t(((1 * m.channels + 3) * m.size + m.size / 2) * m.size + m.size / 3)] = std::nanf("");
+    const Tensor x = from_vector<float>(input, {2, m.channels, m.size, m.size});
+    const Tensor rois = rois_of(random_rois(64, 2, double(m.size), double(m.size), 1.0, 96, kFloat32));
+    const auto options = RoIAlignOptions().set_output_size(7).set_sampling_ratio(2);
+    const Shape out_shape = {64, m.channels, 7, 7};
+    std::vector<float> upstream = random(out_shape, kFloat32, 97).to_vector<float>();
+    upstream[size_t(((5 * m.channels + 2) * 7 + 3) * 7 + 4)] = std::nanf("");  // RoI 5, channel 2, bin (3, 4)
+    const Tensor dy = from_vector<float>(upstream, out_shape);
+    // A NaN set on the GPU within the CPU's, not empty, and the finite values close.
+    auto check_nans = [](const Tensor& gpu, const Tensor& cpu) {
+      const std::vector<float> g = gpu.to_vector<float>(), c = cpu.to_vector<float>();
+      size_t gpu_nans = 0, outside = 0, far = 0;
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (std::isnan(g[i])) {
+          ++gpu_nans;
+          outside += !std::isnan(c[i]);
+        } else if (!std::isnan(c[i]) && std::abs(g[i] - c[i]) > 1e-4 * (1 + std::abs(c[i]))) {
+          ++far;
+        }
+      }
+      CHECK(gpu_nans > 0);
+      CHECK(outside == 0);
+      CHECK(far == 0);
+    };
+    const Tensor y_cpu = roi_align(x, rois, options), y_gpu = roi_align(x.cuda(), rois.cuda(), options).cpu();
+    check_nans(y_gpu, y_cpu);
+    check_nans(input_grad_on(Device::cuda(), x, rois, dy, options), input_grad_on(Device::cpu(), x, rois, dy, options));
   }
 }
 
