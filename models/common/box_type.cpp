@@ -11,6 +11,7 @@
 #include "ops/nms/nms.h"
 #include "ops/nms_rotated/nms_rotated.h"
 #include "ops/nms_rotated/nms_rotated_mask.h"
+#include "ops/shape/cat.h"
 #include "ops/shape/shape.h"
 
 namespace minidet::models {
@@ -50,6 +51,30 @@ Tensor bounding_boxes(BoxType type, const Tensor& boxes) {
 
 Tensor clip_to_image(BoxType type, const Tensor& boxes, double height, double width) {
   return type == BoxType::kRotated ? boxes : clip_boxes_to_image(boxes, height, width);
+}
+
+Tensor clip_to_images(BoxType type, const Tensor& boxes, const std::vector<std::array<int64_t, 2>>& image_sizes,
+                      const std::vector<int64_t>& rows_per_image) {
+  const size_t images = rows_per_image.size();
+  MINIDET_CHECK(image_sizes.size() == images, "clip_to_images: expected one image size per image (", images, "), got ",
+                image_sizes.size());
+  int64_t total = 0;
+  for (int64_t rows : rows_per_image) total += rows;
+  MINIDET_CHECK(boxes.dim() >= 1 && boxes.size(0) == total, "clip_to_images: expected ", total,
+                " rows (the images' rows summed), got boxes of shape ", boxes.sizes());
+  if (type == BoxType::kRotated) return boxes;
+  std::vector<Tensor> clipped;
+  int64_t start = 0;
+  for (size_t first = 0, last = 0; first < images; first = last) {
+    int64_t rows = 0;
+    while (last < images && image_sizes[last] == image_sizes[first]) rows += rows_per_image[last++];
+    const double height = static_cast<double>(image_sizes[first][0]),
+                 width = static_cast<double>(image_sizes[first][1]);
+    clipped.push_back(clip_to_image(type, narrow(boxes, 0, start, rows), height, width));
+    start += rows;
+  }
+  if (clipped.size() == 1) return clipped[0];
+  return clipped.empty() ? boxes : cat(clipped, 0);
 }
 
 NmsMask segmented_nms_mask(BoxType type, const Tensor& boxes, const Tensor& scores, int64_t segments,

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 #include "models/box_coder/box_coder.h"
@@ -56,6 +57,11 @@ Tensor box_sides(BoxType type, const Tensor& boxes);
 Tensor bounding_boxes(BoxType type, const Tensor& boxes);
 // Axis-aligned boxes clamped to [0, width] x [0, height]; rotated boxes returned as they are (see above).
 Tensor clip_to_image(BoxType type, const Tensor& boxes, double height, double width);
+// Several images' boxes (R, ..., D), image 0's rows_per_image[0] rows first, then image 1's, and so on: each
+// row clipped to its own image, with one clip_to_image per run of consecutive images of equal size (a batch
+// of one size, the usual case, is one clip whatever its number of images).
+Tensor clip_to_images(BoxType type, const Tensor& boxes, const std::vector<std::array<int64_t, 2>>& image_sizes,
+                      const std::vector<int64_t>& rows_per_image);
 // NMS within each of `segments` equal runs of rows, as a device mask (ops/nms/nms_mask.h), no host sync.
 NmsMask segmented_nms_mask(BoxType type, const Tensor& boxes, const Tensor& scores, int64_t segments,
                            double iou_threshold);

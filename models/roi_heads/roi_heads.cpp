@@ -84,12 +84,15 @@ std::vector<Detections> RoIHeads::forward_infer(const Tensor& features, const st
                 box_layout(options_.box_type), ", got ", proposals[0].sizes());
   detail::check_features(op, features, options_.in_channels, proposals);
   NoGradGuard no_grad;
-  // rois: every proposal with its image's index in front, in image order.
-  std::vector<Tensor> rois;
-  for (size_t n = 0; n < proposals.size(); ++n)
-    rois.push_back(cat({full({proposals[n].size(0), 1}, static_cast<double>(n), proposals[n].options()),
-                        proposals[n].detach()}, 1));
-  return postprocess_detections(forward_box_head(features, cat(rois, 0)), proposals, image_sizes, options_);
+  // rois: every proposal with its image's index in front, in image order (the index column in one copy).
+  std::vector<Tensor> boxes;
+  std::vector<int64_t> counts;
+  for (const Tensor& p : proposals) {
+    boxes.push_back(p.detach());
+    counts.push_back(p.size(0));
+  }
+  const Tensor rois = cat({image_of_rows(counts, proposals[0].options()).unsqueeze(1), cat(boxes, 0)}, 1);
+  return postprocess_detections(forward_box_head(features, rois), proposals, image_sizes, options_);
 }
 
 }  // namespace minidet::models

@@ -66,10 +66,12 @@
 //   host), the classifier loss is log_softmax with a one-hot (cross_entropy would check its targets on the
 //   host), and the count of sampled rows lives in the valid mask.
 // - inference: the number of detections depends on the data, so the end cannot avoid the host.
-//   device-to-host 5: roi_align's check, the count of candidates above the threshold (nonzero), index_select's
-//   index check, NMS's kept count, and one copy of the kept rows, from which the host picks each image's best
-//   (at most a few thousand rows); host-to-device 1 (the class ids) before them, and the per-image results'
-//   copies back to the device after them, when nothing is queued any more.
+//   device-to-host 4: roi_align's check (unless check_proposal_values is off), the count of candidates above
+//   the threshold (nonzero), NMS's kept count, and one copy of the kept rows, from which the host picks each
+//   image's best (at most a few thousand rows). Host-to-device 3 before them (the rois' image indices, the
+//   class ids, the candidates' image indices) and 2 after them, when nothing is queued any more: every
+//   image's boxes and scores in one copy, every label in another (each image's tensors are views into them).
+//   None of these counts, and no launch, grows with the number of images.
 #pragma once
 
 #include <array>

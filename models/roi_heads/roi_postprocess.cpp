@@ -1,16 +1,18 @@
 // postprocess_detections: from the box head's outputs to per-image detections (math in roi_heads.h).
 //
 // Every image is handled in the same few device passes over a "candidate table" of all (RoI, class) pairs
-// of the batch, so the host synchronisations do not grow with the batch size:
+// of the batch, so neither the launches nor the host synchronisations grow with the batch size:
+//   boxes        = clip(decode(deltas, rois))   one clip per run of images of one size (clip_to_images)
 //   table (T, D + 2) = [box, score, group]          T = K * C, group = image * (C + 1) + class, D = 4 or 5
 //   candidates   = nonzero(score > threshold and both sides >= min_size)          (sync: the count)
-//   rows         = index_select(table, candidates)                                (sync: index check)
+//   rows         = take_rows(table, candidates)
 //   keep         = batched_nms(boxes, scores, group)                              (sync: the kept count)
-//   kept         = index_select(rows, keep), copied to the host                   (syncs: index check, copy)
+//   kept         = take_rows(rows, keep), copied to the host                      (sync: the copy)
 // Grouping by (image, class) makes one NMS call equal to a per-image, per-class NMS: boxes of different
 // groups never suppress each other, and NMS returns the kept rows in decreasing score order, so each image's
 // rows come out in its own decreasing order (the sort is stable: ties keep input order, as per image). The
-// host then walks the kept rows once and gives each image its first detections_per_image.
+// host then walks the kept rows once, gives each image its first detections_per_image, and sends them all
+// back in two copies (pack_detections).
 // The group travels as a float in the table: it is an integer below 2^24 (checked), exact in float32.
 #include <algorithm>
 #include <vector>
@@ -23,11 +25,11 @@
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
-#include "ops/indexing/index_select.h"
 #include "ops/indexing/nonzero.h"
 #include "ops/indexing/where.h"
 #include "ops/shape/shape.h"
 #include "ops/softmax/softmax.h"
+#include "ops/take_rows/take_rows.h"
 
 namespace minidet::models {
 
@@ -50,6 +52,38 @@ void check_head_outputs(const char* op, const BoxHeadOutput& head, int64_t rois,
   ops::check_same_device(op, deltas, "box_deltas", proposals0, "proposals");
 }
 
+// table (R, W) rows `index` (n) -> (n, W), with take_rows: the indices come from nonzero and NMS, in range by
+// construction, so index_select's host-side check (a synchronisation on CUDA) would buy nothing.
+Tensor take_table_rows(const Tensor& table, const Tensor& index) {
+  return take_rows(table.unsqueeze(0), index.unsqueeze(0)).squeeze(0);
+}
+
+// The per-image detections on `options`' device from the host's per-image values, in two copies whatever the
+// number of images: one of every box and score (options' dtype; they came from tensors of that dtype, so
+// converting back is exact), one of the labels. Each image's tensors are contiguous views into those two.
+std::vector<Detections> pack_detections(const std::vector<std::vector<double>>& boxes,
+                                        const std::vector<std::vector<double>>& scores,
+                                        const std::vector<std::vector<int64_t>>& labels, int64_t d,
+                                        const TensorOptions& options) {
+  std::vector<double> values;  // every image's boxes, then every image's scores
+  std::vector<int64_t> all_labels;
+  for (const auto& b : boxes) values.insert(values.end(), b.begin(), b.end());
+  const int64_t scores_at = static_cast<int64_t>(values.size());
+  for (const auto& s : scores) values.insert(values.end(), s.begin(), s.end());
+  for (const auto& l : labels) all_labels.insert(all_labels.end(), l.begin(), l.end());
+  const Tensor value_table = from_vector<double>(values, {static_cast<int64_t>(values.size())}).to(options);
+  const Tensor label_table = from_vector<int64_t>(all_labels, {static_cast<int64_t>(all_labels.size())})
+                                 .to(TensorOptions(kInt64, options.device));
+  std::vector<Detections> detections(scores.size());
+  for (size_t n = 0, first = 0; n < scores.size(); first += scores[n].size(), ++n) {
+    const int64_t count = static_cast<int64_t>(scores[n].size()), at = static_cast<int64_t>(first);
+    detections[n].boxes = value_table.narrow(0, at * d, count * d).view({count, d});
+    detections[n].scores = value_table.narrow(0, scores_at + at, count);
+    detections[n].labels = label_table.narrow(0, at, count);
+  }
+  return detections;
+}
+
 }  // namespace
 
 std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const std::vector<Tensor>& proposals,
@@ -70,34 +104,30 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
   MINIDET_CHECK(box_options.dtype != kFloat32 || images * (num_classes + 1) <= (int64_t{1} << 24), op,
                 ": images * (classes + 1) must stay below 2^24 in float32, got ", images * (num_classes + 1));
 
-  std::vector<Detections> detections(static_cast<size_t>(images));
-  auto empty_detections = [&]() {
-    for (Detections& none : detections)
-      none = {zeros({0, d}, box_options), zeros({0}, box_options), zeros({0}, index_options)};
-    return detections;
-  };
-  if (rois == 0) return empty_detections();
+  // Each image's detections, gathered on the host (see the top): boxes, scores and labels, image by image.
+  std::vector<std::vector<double>> image_boxes(images), image_scores(images);
+  std::vector<std::vector<int64_t>> image_labels(images);
+  const auto pack = [&]() { return pack_detections(image_boxes, image_scores, image_labels, d, box_options); };
+  if (rois == 0) return pack();
 
   NoGradGuard no_grad;
   const int64_t classes = num_classes + 1, candidates = rois * num_classes;
+  std::vector<Tensor> reference;
+  std::vector<int64_t> rois_per_image;
+  for (const Tensor& p : proposals) {
+    reference.push_back(p.detach());
+    rois_per_image.push_back(p.size(0));
+  }
   // Every class's box for every RoI, clipped to its own image (axis-aligned boxes): (K, C + 1, D).
-  std::vector<Tensor> reference, clipped, image_of_roi;
-  for (const Tensor& p : proposals) reference.push_back(p.detach());
   const BoxTypeCoder coder(type, options.box_coder_weights, options.box_coder_angle_weight, options.rotated_offsets);
   const Tensor decoded = coder.decode(head.box_deltas.detach(), cat(reference, 0));
-  const Tensor all_boxes = reshape(decoded, {rois, classes, d});
-  for (int64_t n = 0, start = 0; n < images; start += proposals[n].size(0), ++n) {
-    const Tensor own = narrow(all_boxes, 0, start, proposals[n].size(0));
-    const double height = static_cast<double>(image_sizes[n][0]), width = static_cast<double>(image_sizes[n][1]);
-    clipped.push_back(clip_to_image(type, own, height, width));
-    image_of_roi.push_back(full({proposals[n].size(0)}, static_cast<double>(n), index_options));
-  }
+  const Tensor all_boxes = clip_to_images(type, reshape(decoded, {rois, classes, d}), image_sizes, rois_per_image);
   // Drop the background column (class 0): (K, C, D) boxes, (K, C) scores and groups.
-  const Tensor boxes = slice(cat(clipped, 0), 1, 1, classes);
+  const Tensor boxes = slice(all_boxes, 1, 1, classes);
   const Tensor scores = slice(softmax(head.class_logits.detach(), 1), 1, 1, classes);
   const Tensor class_ids = arange(1.0, static_cast<double>(classes), 1.0, index_options);
-  const Tensor group =
-      add(mul(cat(image_of_roi, 0).unsqueeze(1), static_cast<double>(classes)), class_ids.unsqueeze(0));
+  const Tensor image_of_roi = image_of_rows(rois_per_image, index_options);
+  const Tensor group = add(mul(image_of_roi.unsqueeze(1), static_cast<double>(classes)), class_ids.unsqueeze(0));
 
   // Candidates: above the score threshold and not small (remove_small_boxes' rule: both sides >= min_size).
   const Tensor sides = box_sides(type, boxes);
@@ -106,15 +136,13 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
   const Tensor keep_mask = where(gt(scores, options.score_threshold), big, gt(scores, options.score_threshold));
   const Tensor table = cat({reshape(boxes, {candidates, d}), reshape(scores, {candidates, 1}),
                             reshape(group.to(box_options.dtype), {candidates, 1})}, 1);
-  const Tensor rows = index_select(table, 0, flat_nonzero(keep_mask));
-  if (rows.size(0) == 0) return empty_detections();
+  const Tensor rows = take_table_rows(table, flat_nonzero(keep_mask));
+  if (rows.size(0) == 0) return pack();
   const Tensor keep = batched_nms(type, slice(rows, 1, 0, d), select(rows, 1, d),
                                  select(rows, 1, d + 1).to(kInt64), options.nms_threshold);
-  const std::vector<double> kept = index_select(rows, 0, keep).to_vector<double>();  // (k, D + 2), decreasing score
+  const std::vector<double> kept = take_table_rows(rows, keep).to_vector<double>();  // (k, D + 2), decreasing score
 
   // Each image's first detections_per_image rows, in the order NMS kept them.
-  std::vector<std::vector<double>> image_boxes(images), image_scores(images);
-  std::vector<std::vector<int64_t>> image_labels(images);
   const size_t width = static_cast<size_t>(d + 2);
   for (size_t r = 0; r < kept.size() / width; ++r) {
     const double* row = kept.data() + width * r;
@@ -124,14 +152,7 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
     image_scores[n].push_back(row[d]);
     image_labels[n].push_back(g % classes);
   }
-  for (int64_t n = 0; n < images; ++n) {
-    const int64_t count = static_cast<int64_t>(image_scores[n].size());
-    // The values came from tensors of this dtype: converting back is exact.
-    detections[n].boxes = from_vector<double>(image_boxes[n], {count, d}).to(box_options);
-    detections[n].scores = from_vector<double>(image_scores[n], {count}).to(box_options);
-    detections[n].labels = from_vector<int64_t>(image_labels[n], {count}).to(index_options);
-  }
-  return detections;
+  return pack();
 }
 
 }  // namespace minidet::models

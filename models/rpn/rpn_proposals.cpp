@@ -119,15 +119,9 @@ Selected select_proposals(const char* op, const Tensor& objectness, const Tensor
   const Tensor top_anchors = take_rows(anchors.detach().unsqueeze(0), best.indices.reshape({1, images * top}));
   const BoxTypeCoder coder(type, {1.0, 1.0, 1.0, 1.0}, 1.0, options.rotated_offsets);
   const Tensor decoded = coder.decode(top_deltas, top_anchors.reshape({images * top, d}));
-  // Clipped run by run of images of one size: a batch of equal sizes (the usual case) is one clip.
-  std::vector<Tensor> clipped;
-  for (int64_t first = 0, last = 0; first < images; first = last) {
-    while (last < images && image_sizes[last] == image_sizes[first]) ++last;
-    const double height = static_cast<double>(image_sizes[first][0]);
-    const double width = static_cast<double>(image_sizes[first][1]);
-    clipped.push_back(clip_to_image(type, decoded.narrow(0, first * top, (last - first) * top), height, width));
-  }
-  const Tensor boxes = (clipped.size() == 1 ? clipped[0] : cat(clipped, 0)).view({images, top, d});  // (N, T, D)
+  const Tensor boxes =
+      clip_to_images(type, decoded, image_sizes, std::vector<int64_t>(static_cast<size_t>(images), top))
+          .view({images, top, d});  // (N, T, D)
   if (autograd::AnomalyMode::is_enabled()) check_no_nan_rows(op, best.values, boxes);
   const Tensor scores = sigmoid(best.values);
   const Tensor sides = box_sides(type, boxes);  // (N, T, 2): widths, heights

@@ -4,13 +4,16 @@
 
 #include "core/factories.h"
 #include "models/common/box_type.h"
+#include "models/common/image_sizes.h"
 #include "models/faster_rcnn/detector_config.h"
 #include "models/rpn/rpn_loss.h"
 #include "ops/box_iou_rotated/box_iou_rotated.h"
 #include "ops/boxes/box_geometry.h"
 #include "ops/boxes/box_iou.h"
+#include "ops/elementwise/binary.h"
 #include "ops/nms/nms.h"
 #include "ops/nms_rotated/nms_rotated.h"
+#include "ops/shape/cat.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -97,6 +100,47 @@ TEST_CASE("values/box_type: bounding boxes of rotated boxes, and matching anchor
   const std::vector<double> target = by_bounding_box.regression.to_vector<double>();
   CHECK(target[4] == doctest::Approx(kPi / 4));
   CHECK(target[2] == doctest::Approx(std::log(40.0 / side)));
+}
+
+TEST_CASE("values/box_type: several images' rows, each clipped to its own image, and each row's image") {
+  // Four images of two sizes in the runs A A B A, with 2, 0, 3 and 1 rows: every row must come out as
+  // clip_to_image with its own image's size, the empty image included.
+  Generator g(5);
+  const Tensor corner = sub(mul(rand({6, 2}, kFloat64, &g), 60.0), 10.0);
+  const Tensor boxes = cat({corner, add(corner, mul(rand({6, 2}, kFloat64, &g), 30.0))}, 1);  // (6, 4)
+  const models::ImageSizes sizes = {{20, 30}, {20, 30}, {40, 25}, {20, 30}};
+  const std::vector<int64_t> rows = {2, 0, 3, 1};
+  const Tensor clipped = models::clip_to_images(BoxType::kAxisAligned, boxes, sizes, rows);
+  REQUIRE(clipped.sizes() == Shape({6, 4}));
+  for (int64_t n = 0, start = 0; n < 4; start += rows[n], ++n) {
+    CAPTURE(n);
+    const Tensor own = boxes.narrow(0, start, rows[n]);
+    CHECK(test::allclose(clipped.narrow(0, start, rows[n]),
+                         models::clip_to_image(BoxType::kAxisAligned, own, sizes[n][0], sizes[n][1]), 0, 0));
+  }
+  CHECK(!test::allclose(clipped, boxes, 0, 0));  // some boxes were clipped: the test sees the sizes
+  // (R, C, D) rows, as the box head's per-class boxes: the same per row.
+  const Tensor per_class = stack({boxes, add(boxes, 5.0)}, 1);  // (6, 2, 4)
+  const Tensor clipped_per_class = models::clip_to_images(BoxType::kAxisAligned, per_class, sizes, rows);
+  CHECK(test::allclose(clipped_per_class.select(1, 0), clipped, 0, 0));
+  // Rotated boxes are never clipped.
+  const Tensor rotated = cat({boxes, zeros({6, 1}, kFloat64)}, 1);
+  CHECK(test::allclose(models::clip_to_images(BoxType::kRotated, rotated, sizes, rows), rotated, 0, 0));
+
+  CHECK(models::image_of_rows(rows, TensorOptions(kInt64)).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 0, 2, 2, 2, 3});
+  CHECK(models::image_of_rows(rows, TensorOptions(kFloat32)).dtype() == kFloat32);
+  CHECK(models::image_of_rows({}, TensorOptions(kInt64)).sizes() == Shape{0});
+}
+
+TEST_CASE("errors/box_type: clip_to_images and image_of_rows name what does not add up") {
+  const Tensor boxes = zeros({3, 4}, kFloat64);
+  CHECK_THROWS_CONTAINING(models::clip_to_images(BoxType::kAxisAligned, boxes, {{5, 5}}, {1, 2}),
+                          "clip_to_images: expected one image size per image (2), got 1");
+  CHECK_THROWS_CONTAINING(models::clip_to_images(BoxType::kAxisAligned, boxes, {{5, 5}, {6, 6}}, {1, 1}),
+                          "clip_to_images: expected 2 rows (the images' rows summed), got boxes of shape (3, 4)");
+  CHECK_THROWS_CONTAINING(models::image_of_rows({2, -1}, TensorOptions(kInt64)),
+                          "image_of_rows: image 1 has a negative row count -1");
 }
 
 TEST_CASE("errors/box_type: widths other than 4 and 5 are named") {

@@ -391,6 +391,8 @@ TEST_CASE("values/roi_heads: inference keeps the best detections per image and n
   CHECK(values(detections[0].boxes) == std::vector<double>{48, 0, 58, 10, 36, 0, 46, 10, 24, 0, 34, 10});
   CHECK(values(detections[1].boxes) == std::vector<double>{0, 0, 10, 10, 12, 0, 22, 10, 24, 0, 34, 10});
   CHECK(ints(detections[1].labels) == std::vector<int64_t>{1, 1, 1});
+  for (const models::Detections& d : detections)  // views into the two result tables, each one contiguous
+    CHECK((d.boxes.is_contiguous() && d.scores.is_contiguous() && d.labels.is_contiguous()));
   // A threshold above every score leaves both images empty.
   o.score_threshold = 0.95;
   const auto none = models::postprocess_detections(head, {proposals, proposals}, {{20, 70}, {20, 70}}, o);

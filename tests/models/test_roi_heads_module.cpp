@@ -8,10 +8,12 @@
 #include "autograd/gradcheck.h"
 #include "core/deterministic.h"
 #include "core/factories.h"
+#include "core/transfer_counts.h"
 #include "models/common/padded_proposals.h"
 #include "models/roi_heads/roi_heads.h"
 #include "ops/elementwise/binary.h"
 #include "ops/reduction/reduction.h"
+#include "ops/shape/cat.h"
 #include "ops/shape/shape.h"
 #include "tests/models/roi_heads_helpers.h"
 #include "tests/support.h"
@@ -239,5 +241,57 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: the module's losses gradients and detect
     CHECK(ints(on_gpu[n].labels) == ints(on_cpu[n].labels));
     CHECK(allclose(on_gpu[n].boxes.cpu(), on_cpu[n].boxes, 1e-5, 1e-4));
     CHECK(allclose(on_gpu[n].scores.cpu(), on_cpu[n].scores, 1e-5, 1e-6));
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_heads: inference's copies between host and device do not grow with the batch") {
+  // The same two images, then three times over (6 images): every launch and copy of inference is one for the
+  // whole batch (roi_heads.h lists them), so both batches make the same copies. Each image's detections are
+  // also those of its twin in the smaller batch, and its tensors are contiguous views on the device.
+  const ModuleCase c = module_case(kFloat32, 71);
+  Generator init(72);
+  RoIHeadsOptions o = test::tiny_roi_heads_options();
+  o.generator = &init;
+  o.check_proposal_values = false;  // as FasterRCNN runs it
+  models::RoIHeads heads(o);
+  heads.to(Device::cuda());
+  TransferCounts counts[2];
+  std::vector<models::Detections> found[2];
+  for (int big = 0; big < 2; ++big) {
+    const int repeats = big ? 3 : 1;
+    std::vector<Tensor> features, proposals;
+    models::ImageSizes sizes;
+    for (int r = 0; r < repeats; ++r) {
+      features.push_back(c.features.cuda());
+      for (size_t n = 0; n < 2; ++n) {
+        proposals.push_back(c.proposals[n].cuda());
+        sizes.push_back(c.sizes[n]);
+      }
+    }
+    const Tensor batch = cat(features, 0);
+    heads.forward_infer(batch, proposals, sizes);  // warm-up: nothing set up once is counted
+    const TransferCounts before = transfer_counts();
+    found[big] = heads.forward_infer(batch, proposals, sizes);
+    counts[big] = transfer_counts() - before;
+  }
+  MESSAGE("RoIHeads::forward_infer on CUDA, 2 and 6 images: "
+          << counts[0].device_to_host << " and " << counts[1].device_to_host << " device-to-host, "
+          << counts[0].host_to_device << " and " << counts[1].host_to_device << " host-to-device copies");
+  CHECK(counts[1].device_to_host == counts[0].device_to_host);
+  CHECK(counts[1].host_to_device == counts[0].host_to_device);
+  CHECK(counts[0].device_to_host == 3);  // the candidates' count, NMS's kept count, the kept rows
+  CHECK(counts[0].host_to_device == 5);  // three index tables before, the two result tables after
+  REQUIRE(found[1].size() == 6);
+  for (size_t n = 0; n < 6; ++n) {
+    CAPTURE(n);
+    const models::Detections &mine = found[1][n], &twin = found[0][n % 2];
+    CHECK(mine.boxes.is_cuda());
+    CHECK(mine.boxes.is_contiguous());
+    CHECK(mine.scores.is_contiguous());
+    CHECK(twin.boxes.size(0) > 0);
+    CHECK(ints(mine.labels) == ints(twin.labels));
+    // The box head's GEMMs see 60 rows instead of 20, so cuBLAS may sum in another order: within 1e-5.
+    CHECK(allclose(mine.boxes.cpu(), twin.boxes.cpu(), 1e-5, 1e-4));
+    CHECK(allclose(mine.scores.cpu(), twin.scores.cpu(), 1e-5, 1e-6));
   }
 }
