@@ -11,7 +11,9 @@
 //        every log_every = 20 steps, on the CPU every step), zero_grad, backward, AdamW step, scheduler step.
 //        The batches come from the trainer's own loader (seed, flips) and are drawn before timing: the loop
 //        draws them on a background thread while the GPU trains, so their cost is not the step's.
-// infer  forward_infer on one batch in eval mode (BatchNorm's running statistics), as the evaluation does.
+// infer  forward_infer on one batch in eval mode (BatchNorm's running statistics), as the evaluation does,
+//        with the backbone and the RPN head replayed as forward graphs (engine/cuda_graphs.h); infer-eager
+//        the same with every op launched from the host.
 //
 // GPU: batch 8 and 16 (--batches), CUDA events around each step, the median after 10 warm-up steps (so the
 // median step is one without the LossWatch's read). Beside it, per batch: the step with every op launched from
@@ -216,7 +218,7 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
   // graphs' gain. "train-2graphs" keeps the box stage eager (its replacement removed), as the step was
   // before that stage had a graph: that graph's gain alone.
   std::vector<std::unique_ptr<Workload>> workloads, eager_workloads;
-  std::vector<std::array<double, 5>> ms;
+  std::vector<std::array<double, 6>> ms;
   for (int64_t batch : batch_sizes) {
     workloads.push_back(std::make_unique<Workload>(Device::cuda(), train, batch));
     Workload& w = *workloads.back();
@@ -264,7 +266,9 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
     std::printf("  %d steps back to back      %8.3f %8.3f %8.3f\n", kCountedSteps, stream_ms, two_graphs_stream_ms,
                 eager_stream_ms);
     w.trainer.model().eval();
-    ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps), eager_ms, two_graphs_ms, stream_ms});
+    e.trainer.model().eval();
+    ms.push_back({train_ms, bench::time_gpu_ms([&] { w.infer(); }, reps), eager_ms, two_graphs_ms, stream_ms,
+                  bench::time_gpu_ms([&] { e.infer(); }, reps)});
   }
   print_header(true);
   for (size_t i = 0; i < workloads.size(); ++i) {
@@ -281,6 +285,9 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
     w.trainer.model().eval();
     const Counts infer_counts = count_per_run([&] { w.infer(); });
     report(device, w.batch, "infer", ms[i][1], &infer_counts);
+    e.trainer.model().eval();
+    const Counts infer_eager_counts = count_per_run([&] { e.infer(); });
+    report(device, e.batch, "infer-eager", ms[i][5], &infer_eager_counts);
   }
 }
 

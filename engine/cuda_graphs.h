@@ -22,9 +22,13 @@
 // What a caller must know: the box stage's two losses, like the backbone's features, are the graph's fixed
 // buffers, which the next step's replay overwrites (the Trainer copies them into its loss table at once).
 //
-// Where graphs do not apply (the CPU, grad mode off, anomaly mode, new input shapes: see GraphedFunction),
-// the replacement runs the module's own code, so installing them is always safe. The engine's Trainer
-// installs them on a GPU unless schedule.cuda_graphs is false.
+// Inference (FasterRCNN::forward_infer, grad mode off) replays its own forward graphs of the backbone and
+// the RPN head, captured after two warm-up calls as in training: an evaluation between training steps, or a
+// benchmark's inference batches, launch those two stages at once, and the training graphs stay as they are.
+//
+// Where graphs do not apply (the CPU, anomaly mode, new input shapes: see GraphedFunction), the replacement
+// runs the module's own code, so installing them is always safe. The engine's Trainer installs them on a GPU
+// unless schedule.cuda_graphs is false.
 #pragma once
 
 #include <memory>
@@ -44,7 +48,8 @@ class CudaGraphs {
   CudaGraphs(const CudaGraphs&) = delete;
   CudaGraphs& operator=(const CudaGraphs&) = delete;
 
-  // Eager, captured and replayed calls, summed over the three stages (a replayed step counts 3 replays).
+  // Eager, captured and replayed calls, summed over the three stages (a replayed step counts 3 replays, an
+  // inference batch 2).
   nn::GraphedCounts counts() const;
   // For benchmarks: the GPU time of every stage's forward + backward replays (GraphedFunction::replay_gpu_ms).
   double replay_gpu_ms(int rounds = 20);

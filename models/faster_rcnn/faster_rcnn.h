@@ -28,7 +28,7 @@
 //
 // Inference (forward_infer): proposals with the RPN's test settings, then the box head, softmax, per-class
 // decode, clip, score threshold, batched NMS and the best detections_per_image per image (Detections).
-// It records no graph. Which statistics BatchNorm uses follows the module's mode: call eval() first.
+// It records no autograd graph. Which statistics BatchNorm uses follows the module's mode: call eval() first.
 //
 // Boundary checks (every entry point): images (N, in_channels, H, W) of the model's dtype and device;
 // one boxes (M_n, 4) and labels (M_n) int64 tensor per image; every box finite with x1 < x2, y1 < y2 and

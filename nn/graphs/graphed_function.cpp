@@ -56,26 +56,25 @@ GraphedFunction::GraphedFunction(std::string name, std::vector<std::shared_ptr<M
 GraphedFunction::~GraphedFunction() = default;
 
 void GraphedFunction::reset() {
-  captured_.reset();
-  signature_.clear();
-  warm_calls_ = 0;
+  for (Slot& slot : slots_) slot = Slot();
 }
 
 double GraphedFunction::replay_gpu_ms(int rounds) {
-  if (!captured_) return 0.0;
-  std::vector<cuda::CudaGraph*> graphs{captured_->forward.get()};
-  if (captured_->backward) graphs.push_back(captured_->backward.get());
+  const std::shared_ptr<Captured>& c = slots_[kTraining].captured;
+  if (!c) return 0.0;
+  std::vector<cuda::CudaGraph*> graphs{c->forward.get()};
+  if (c->backward) graphs.push_back(c->backward.get());
   return cuda::time_replays_ms(graphs, rounds);
 }
 
 bool GraphedFunction::applicable(const std::vector<Tensor>& inputs) const {
-  if (inputs.empty() || !GradMode::is_enabled() || autograd::AnomalyMode::is_enabled() ||
-      autograd::BackwardTrace::stream() != nullptr)
+  if (inputs.empty() || autograd::AnomalyMode::is_enabled() || autograd::BackwardTrace::stream() != nullptr)
     return false;
   for (const Tensor& x : inputs)
     if (!x.defined() || !x.is_cuda() || x.device() != inputs[0].device()) return false;
-  // A backward still to come reads the last replay's buffers, which a new replay would overwrite.
-  return !(captured_ && captured_->backward_pending && !captured_->last_node.expired());
+  // A backward still to come reads the last training replay's buffers, which a new one would overwrite.
+  const std::shared_ptr<Captured>& c = slots_[kTraining].captured;
+  return !GradMode::is_enabled() || !(c && c->backward_pending && !c->last_node.expired());
 }
 
 std::string GraphedFunction::signature(const std::vector<Tensor>& inputs) const {
@@ -106,38 +105,43 @@ std::vector<Tensor> GraphedFunction::operator()(const std::vector<Tensor>& input
     counts_.eager++;
     return function_(inputs);
   }
+  Slot& slot = slots_[GradMode::is_enabled() ? kTraining : kInference];
   const std::string key = signature(inputs);
-  if (key != signature_) {  // first call, or something a graph depends on changed: warm up again
-    reset();
-    signature_ = key;
+  if (key != slot.signature) {  // first call, or something a graph depends on changed: warm up again
+    slot = Slot();
+    slot.signature = key;
   }
-  if (!captured_) {
-    if (warm_calls_ < warmup_calls_) {
-      warm_calls_++;
+  if (!slot.captured) {
+    if (slot.warm_calls < warmup_calls_) {
+      slot.warm_calls++;
       counts_.eager++;
       return function_(inputs);
     }
-    capture(inputs);
+    slot.captured = capture(inputs);
+    counts_.captures++;
   }
-  return replay(inputs);
+  return replay(slot.captured, inputs);
 }
 
-void GraphedFunction::capture(const std::vector<Tensor>& inputs) {
+std::shared_ptr<GraphedFunction::Captured> GraphedFunction::capture(const std::vector<Tensor>& inputs) {
   auto c = std::make_shared<Captured>();
   c->pool = std::make_shared<cuda::GraphPool>(inputs[0].device().index);
+  const bool training = GradMode::is_enabled();
   std::vector<Tensor> targets;  // what G_bwd differentiates for: inputs that require grad, then θ
   for (const Tensor& x : inputs) {
     Tensor fixed = x.detach().clone();
-    if (x.requires_grad()) fixed.requires_grad_(true);
+    if (training && x.requires_grad()) fixed.requires_grad_(true);
     c->static_inputs.push_back(fixed);
   }
-  c->parameters = parameters();
-
   c->forward = std::make_unique<cuda::CudaGraph>(c->pool);
-  c->forward->capture([&] {
-    EnableGradGuard grad_on;
-    c->static_outputs = function_(c->static_inputs);
-  });
+  c->forward->capture([&] { c->static_outputs = function_(c->static_inputs); });  // in the caller's grad mode
+  if (!training) {  // inference: the forward graph is all there is
+    for (size_t k = 0; k < c->static_outputs.size(); ++k)
+      MINIDET_CHECK(c->static_outputs[k].defined() && c->static_outputs[k].device() == inputs[0].device(),
+                    "GraphedFunction '", name_, "': output ", k, " is not a tensor on ", inputs[0].device());
+    return c;
+  }
+  c->parameters = parameters();
   for (size_t k = 0; k < c->static_outputs.size(); ++k) {
     const Tensor& y = c->static_outputs[k];
     MINIDET_CHECK(y.defined() && y.device() == inputs[0].device(), "GraphedFunction '", name_, "': output ", k,
@@ -173,12 +177,12 @@ void GraphedFunction::capture(const std::vector<Tensor>& inputs) {
     }
     c->parameters = std::move(reached);
   }
-  captured_ = std::move(c);
-  counts_.captures++;
+  return c;
 }
 
-std::vector<Tensor> GraphedFunction::replay(const std::vector<Tensor>& inputs) {
-  Captured& c = *captured_;
+std::vector<Tensor> GraphedFunction::replay(const std::shared_ptr<Captured>& captured,
+                                            const std::vector<Tensor>& inputs) {
+  Captured& c = *captured;
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i].raw_data() != c.static_inputs[i].raw_data()) c.static_inputs[i].detach().copy_(inputs[i].detach());
   c.forward->replay();
@@ -193,9 +197,10 @@ std::vector<Tensor> GraphedFunction::replay(const std::vector<Tensor>& inputs) {
   for (size_t k : c.differentiable) differentiable_outputs.push_back(outputs[k]);
   const size_t n_inputs = inputs.size();
   autograd::record(name_, recorded, differentiable_outputs, /*saved=*/{},
-                   [state = captured_, n_inputs](autograd::BackwardContext& ctx, const autograd::TensorList& grads) {
+                   [state = captured, n_inputs](autograd::BackwardContext& ctx, const autograd::TensorList& grads) {
                      Captured& s = *state;
-                     for (size_t k = 0; k < grads.size(); ++k) s.static_grad_outputs[s.differentiable[k]].copy_(grads[k]);
+                     for (size_t k = 0; k < grads.size(); ++k)
+                       s.static_grad_outputs[s.differentiable[k]].copy_(grads[k]);
                      // A .grad that is the fixed buffer (kept from the last step) must not be overwritten.
                      for (size_t j = 0; j < s.parameters.size(); ++j) {
                        const Tensor g = s.parameters[j].grad(), fixed = s.static_grads[n_inputs + j];
@@ -206,8 +211,10 @@ std::vector<Tensor> GraphedFunction::replay(const std::vector<Tensor>& inputs) {
                      s.backward_pending = false;
                      autograd::TensorList result(n_inputs + s.parameters.size());
                      for (size_t i = 0; i < n_inputs; ++i)
-                       if (ctx.needs_input_grad(i) && s.static_grads[i].defined()) result[i] = s.static_grads[i].detach();
-                     for (size_t j = 0; j < s.parameters.size(); ++j) result[n_inputs + j] = adopt(s.static_grads[n_inputs + j]);
+                       if (ctx.needs_input_grad(i) && s.static_grads[i].defined())
+                         result[i] = s.static_grads[i].detach();
+                     for (size_t j = 0; j < s.parameters.size(); ++j)
+                       result[n_inputs + j] = adopt(s.static_grads[n_inputs + j]);
                      return result;
                    });
   if (!differentiable_outputs.empty() && differentiable_outputs[0].grad_fn()) {

@@ -1,6 +1,7 @@
 // engine::CudaGraphs: the detector trained with its backbone, RPN head and RoI box stage replayed as CUDA
-// graphs learns exactly what eager training learns, with no added host synchronisation; and destroying it
-// gives the modules their own forward back.
+// graphs learns exactly what eager training learns, with no added host synchronisation; its inference with the
+// backbone's and the RPN head's forward graphs finds the eager twin's detections; and destroying it gives the
+// modules their own forward back.
 #include <vector>
 
 #include "core/deterministic.h"
@@ -89,6 +90,35 @@ void check_graphed_training(const models::DetectorConfig& config, test::TinyBatc
   CHECK(counts.eager == 3 * 2);
   CHECK(counts.captures == 3 * 1);
   CHECK(counts.replays == 3 * 4);
+
+  // Inference, as an evaluation between steps: the backbone and the RPN head warm up twice, capture their
+  // forward graphs, then replay them; the detections are the eager twin's.
+  eager.eval();
+  graphed.eval();
+  for (int call = 0; call < 4; ++call) {
+    CAPTURE(call);
+    const test::TinyBatch b = on_gpu(batch(80 + static_cast<uint64_t>(call)));
+    const auto got = graphed.forward_infer(b.images, b.sizes), want = eager.forward_infer(b.images, b.sizes);
+    REQUIRE(got.size() == want.size());
+    for (size_t n = 0; n < got.size(); ++n) {
+      CAPTURE(n);
+      REQUIRE(got[n].boxes.sizes() == want[n].boxes.sizes());
+      CHECK(got[n].labels.cpu().to_vector<int64_t>() == want[n].labels.cpu().to_vector<int64_t>());
+      CHECK(test::allclose(got[n].boxes.cpu(), want[n].boxes.cpu(), 1e-4, 1e-4));
+      CHECK(test::allclose(got[n].scores.cpu(), want[n].scores.cpu(), 1e-4, 1e-5));
+    }
+  }
+  const nn::GraphedCounts after = graphs.counts();
+  CHECK(after.eager - counts.eager == 2 * 2);
+  CHECK(after.captures - counts.captures == 2);
+  CHECK(after.replays - counts.replays == 2 * 2);
+  // Back to training: the training graphs replay, nothing is captured again.
+  eager.train();
+  graphed.train();
+  const test::TinyBatch next = on_gpu(batch(90));
+  FasterRCNN::total_loss(graphed.forward_train(next.images, next.boxes, next.labels, next.sizes, &sample_b)).backward();
+  CHECK(graphs.counts().captures == after.captures);
+  CHECK(graphs.counts().replays == after.replays + 3);
 }
 
 }  // namespace

@@ -192,3 +192,44 @@ MINIDET_CUDA_TEST_CASE("cuda/graphed_function: a host copy inside the captured f
   const Tensor y = net->forward(x);
   CHECK(host(y).defined());
 }
+
+MINIDET_CUDA_TEST_CASE("cuda/graphed_function: inference replays a forward graph of its own, and training goes on") {
+  // Training steps, then inference calls (grad mode off, eval mode) between them, as an evaluation does: the
+  // inference calls warm up, capture one forward graph and replay it, with the eager function's values; the
+  // training graphs are neither dropped nor captured again.
+  auto net = small_net(8), eager = small_net(8);
+  net->to(Device::cuda());
+  eager->to(Device::cuda());
+  GraphedFunction f = graphed(net, 1);
+  const auto train_step = [&](const Tensor& x) {
+    sum(f({x})[0]).backward();
+    sum(eager->forward(x)).backward();
+  };
+  train_step(randn({2, 3, 6, 6}).cuda());  // warm-up
+  train_step(randn({2, 3, 6, 6}).cuda());  // capture + replay
+  CHECK(f.counts().captures == 1);
+  for (int round = 0; round < 2; ++round) {
+    net->eval();
+    eager->eval();
+    {
+      NoGradGuard no_grad;
+      for (int call = 0; call < 3; ++call) {
+        CAPTURE(round);
+        CAPTURE(call);
+        const Tensor x = randn({4, 3, 6, 6}).cuda();
+        const Tensor y = f({x})[0];
+        CHECK(!y.requires_grad());
+        CHECK(test::allclose(host(y), host(eager->forward(x)), 0.0, 0.0));  // the same kernels on the same values
+      }
+    }
+    net->train();
+    eager->train();
+    train_step(randn({2, 3, 6, 6}).cuda());
+  }
+  // Inference: one warm-up call, one capture, 2 + 3 replays. Training: one warm-up, one capture, 3 replays.
+  CHECK(f.counts().captures == 2);
+  CHECK(f.counts().eager == 2);
+  CHECK(f.counts().replays == 3 + 5);
+  const std::vector<Tensor> p = net->parameters(), q = eager->parameters();
+  for (size_t i = 0; i < p.size(); ++i) CHECK(test::allclose(host(p[i].grad()), host(q[i].grad()), 1e-4, 1e-5));
+}
