@@ -86,7 +86,7 @@ void run_all(const Device& device, const std::string& device_name, Timer timer) 
       gt_labels.push_back(randint(1, w.classes + 1, {w.objects}, kInt64, &g).to(device));
       sizes.push_back({w.height * w.stride, w.width * w.stride});
     }
-    const models::PaddedProposals padded = models::pad_proposals(proposals);  // the RPN's training output
+    const models::PaddedProposals padded = models::pad_proposals(proposals);  // the RPN's output
     Generator sampler(8);
     const double train_ms = timer([&] {
       heads.zero_grad();
@@ -96,8 +96,8 @@ void run_all(const Device& device, const std::string& device_name, Timer timer) 
     std::printf("%-10s %-36s %-8s %10.4f\n", "roi_heads", shape_of(w).c_str(), "train", train_ms);
     emit("roi_heads", device_name, shape_of(w), "train", train_ms);
     int64_t detected = 0;
-    for (const auto& d : heads.forward_infer(features, proposals, sizes)) detected += d.boxes.size(0);
-    const double infer_ms = timer([&] { (void)heads.forward_infer(features, proposals, sizes); });
+    for (const auto& d : heads.forward_infer(features, padded, sizes)) detected += d.boxes.size(0);
+    const double infer_ms = timer([&] { (void)heads.forward_infer(features, padded, sizes); });
     std::printf("%-10s %-36s %-8s %10.4f  (%lld detections)\n", "roi_heads", shape_of(w).c_str(), "infer", infer_ms,
                 static_cast<long long>(detected));
     emit("roi_heads", device_name, shape_of(w), "infer", infer_ms, "\"detections\":" + std::to_string(detected));

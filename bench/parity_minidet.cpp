@@ -97,8 +97,12 @@ void put_eval(nn::Checkpoint& out, models::FasterRCNN& model, const data::Batch&
   out.put("eval.objectness", head.objectness);
   out.put("eval.deltas", head.deltas);
   out.put("eval.anchors", model.rpn->anchors(size, features));
-  const std::vector<Tensor> proposals = model.rpn->forward_infer(features, size, batch.image_sizes);
-  std::vector<Tensor> rois;
+  // Each image's proposals: the first counts[n] rows of its slots in the RPN's table.
+  const models::PaddedProposals table = model.rpn->forward_infer(features, size, batch.image_sizes);
+  const std::vector<int64_t> counts = table.counts.cpu().to_vector<int64_t>();
+  std::vector<Tensor> proposals, rois;
+  for (int64_t n = 0; n < table.boxes.size(0); ++n)
+    proposals.push_back(table.boxes.select(0, n).narrow(0, 0, counts[static_cast<size_t>(n)]));
   for (size_t n = 0; n < proposals.size(); ++n) {
     out.put("eval.proposals." + std::to_string(n), proposals[n]);
     const Tensor index = full({proposals[n].size(0), 1}, static_cast<double>(n), proposals[n].options());

@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     std::printf("  row %lld %s  p = (%.2f, %.2f, %.2f)\n", static_cast<long long>(r),
                 box_text(&rows.to_vector<double>()[4 * r]).c_str(), p[3 * r], p[3 * r + 1], p[3 * r + 2]);
   const models::BoxHeadOutput hand{from_vector<double>(z, {3, 3}).to(options), zeros({3, columns}, options)};
-  const auto detections = models::postprocess_detections(hand, {rows}, {{64, 64}}, o);
+  const auto detections = models::postprocess_detections(hand, models::pad_proposals({rows}), {{64, 64}}, o);
   const std::vector<double> boxes = detections[0].boxes.to_vector<double>();
   const std::vector<double> scores = detections[0].scores.to_vector<double>();
   const std::vector<int64_t> classes = detections[0].labels.to_vector<int64_t>();

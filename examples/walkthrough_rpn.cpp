@@ -120,11 +120,12 @@ int main(int argc, char** argv) {
 
   // 3. Proposals of the untrained head.
   const auto report = [&](const char* when, int64_t shown) {
-    const std::vector<Tensor> proposals = rpn.forward_infer(features, image_size, {image_size});
-    const std::vector<double> boxes = proposals[0].to_vector<double>(), ious = ious_with(proposals[0], object);
-    std::printf("  %s: %lld proposals\n", when,
-                static_cast<long long>(proposals[0].size(0)));
-    for (int64_t p = 0; p < std::min<int64_t>(shown, proposals[0].size(0)); ++p)
+    // One padded table (N, P, 4) and the counts: this image's proposals are the first counts[0] rows.
+    const models::PaddedProposals table = rpn.forward_infer(features, image_size, {image_size});
+    const Tensor proposals = table.boxes.select(0, 0).narrow(0, 0, table.counts.to_vector<int64_t>()[0]);
+    const std::vector<double> boxes = proposals.to_vector<double>(), ious = ious_with(proposals, object);
+    std::printf("  %s: %lld proposals\n", when, static_cast<long long>(proposals.size(0)));
+    for (int64_t p = 0; p < std::min<int64_t>(shown, proposals.size(0)); ++p)
       std::printf("    #%lld %s  IoU with the object %.3f\n", static_cast<long long>(p), box_text(boxes, p).c_str(),
                   ious[p]);
   };

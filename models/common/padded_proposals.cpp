@@ -27,6 +27,20 @@ void check_proposal_list(const char* op, const std::vector<Tensor>& proposals) {
   }
 }
 
+std::vector<Tensor> checked_slots(const char* op, const PaddedProposals& proposals, int64_t d, const char* layout) {
+  MINIDET_CHECK(proposals.boxes.defined(), op, ": the padded proposals' boxes are undefined");
+  MINIDET_CHECK(proposals.boxes.dim() == 3 && proposals.boxes.size(2) == d, op,
+                ": expected padded proposals of shape (N, P, ", d, ") ", layout, ", got ", proposals.boxes.sizes());
+  const int64_t n = proposals.boxes.size(0);
+  MINIDET_CHECK(proposals.counts.defined() && proposals.counts.dtype() == kInt64 &&
+                    proposals.counts.sizes() == Shape{n} && proposals.counts.device() == proposals.boxes.device(),
+                op, ": expected int64 proposal counts of shape (", n, ") on ", proposals.boxes.device());
+  std::vector<Tensor> slots;
+  for (int64_t i = 0; i < n; ++i) slots.push_back(proposals.boxes.select(0, i));
+  check_proposal_list(op, slots);
+  return slots;
+}
+
 PaddedProposals pad_proposals(const std::vector<Tensor>& proposals) {
   const char* op = "pad_proposals";
   check_proposal_list(op, proposals);

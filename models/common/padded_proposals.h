@@ -35,4 +35,10 @@ PaddedProposals pad_proposals(const std::vector<Tensor>& proposals);
 // proposals (pad_proposals, the RoI heads' inference and sampling).
 void check_proposal_list(const char* op, const std::vector<Tensor>& proposals);
 
+// The same for a table: boxes defined and (N, P, d) with N >= 1 (`layout` names the columns in the message),
+// counts int64 (N) on the boxes' device. Returns image n's P slots, boxes[n] as views: the per-image list
+// that the shape, dtype and device checks of the entry points taking a table (the RoI heads' sampling, training
+// and inference) go on with.
+std::vector<Tensor> checked_slots(const char* op, const PaddedProposals& proposals, int64_t d, const char* layout);
+
 }  // namespace minidet::models

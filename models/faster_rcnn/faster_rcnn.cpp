@@ -190,7 +190,7 @@ std::vector<Detections> FasterRCNN::forward_infer(const Tensor& images, const Im
   const ImageSizes sizes = checked_image_sizes("FasterRCNN::forward_infer", images, image_sizes);
   NoGradGuard no_grad;
   const Tensor features = (*backbone)(images);
-  const std::vector<Tensor> proposals = rpn->forward_infer(features, {images.size(2), images.size(3)}, sizes);
+  const PaddedProposals proposals = rpn->forward_infer(features, {images.size(2), images.size(3)}, sizes);
   return roi_heads->forward_infer(features, proposals, sizes);
 }
 

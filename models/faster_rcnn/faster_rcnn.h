@@ -43,7 +43,8 @@
 // GPU). The RPN hands its proposals on as one padded table with device-side counts
 // (models/common/padded_proposals.h), and RoIAlign trusts the detector's own rois, so the host queues a
 // whole step and the next one without waiting for the GPU. A data::Batch's targets reach the device in two
-// copies (data::to_device).
+// copies (data::to_device). Inference hands on the same kind of table, so its only synchronisations are the
+// three at its end, where the detections' number depends on the data (models/roi_heads/roi_heads.h).
 #pragma once
 
 #include <map>

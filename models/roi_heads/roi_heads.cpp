@@ -46,16 +46,10 @@ std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, co
                                                       const std::vector<Tensor>& gt_labels, Generator* generator) {
   const auto scope = open_scope();
   const char* op = "RoIHeads::forward_train";
-  MINIDET_CHECK(proposals.boxes.defined(), op, ": the padded proposals' boxes are undefined");
-  const int64_t d = box_dim(options_.box_type);
-  MINIDET_CHECK(proposals.boxes.dim() == 3 && proposals.boxes.size(2) == d, op,
-                ": expected padded proposals of shape (N, P, ", d, ") ", box_layout(options_.box_type), ", got ",
-                proposals.boxes.sizes());
   // Constants of the second stage, as in torchvision: no loss moves a proposal.
-  const PaddedProposals detached{proposals.boxes.detach(), proposals.counts};
-  std::vector<Tensor> slots;  // image n's rows, as views: the checks of shapes, dtypes and devices
-  for (int64_t n = 0; n < detached.boxes.size(0); ++n) slots.push_back(detached.boxes.select(0, n));
-  check_proposal_list(op, slots);
+  const PaddedProposals detached{proposals.boxes.defined() ? proposals.boxes.detach() : Tensor(), proposals.counts};
+  const std::vector<Tensor> slots =
+      checked_slots(op, detached, box_dim(options_.box_type), box_layout(options_.box_type));
   detail::check_features(op, features, options_.in_channels, slots);
   detail::check_targets_shapes(op, slots, gt_boxes, gt_labels);
   if (options_.check_targets) check_roi_targets(gt_boxes, gt_labels, options_.num_classes);  // 1 sync on CUDA
@@ -74,24 +68,21 @@ std::map<std::string, Tensor> RoIHeads::forward_box_losses(const Tensor& feature
   return roi_heads_loss(forward_box_head(features, sample.rois), sample, options_.smooth_l1_beta);
 }
 
-std::vector<Detections> RoIHeads::forward_infer(const Tensor& features, const std::vector<Tensor>& proposals,
+std::vector<Detections> RoIHeads::forward_infer(const Tensor& features, const PaddedProposals& proposals,
                                                 const ImageSizes& image_sizes) {
   const auto scope = open_scope();
   const char* op = "RoIHeads::forward_infer";
-  check_proposal_list(op, proposals);
-  const int64_t d = box_dim(options_.box_type);
-  MINIDET_CHECK(proposals[0].size(1) == d, op, ": expected proposals of shape (P, ", d, ") ",
-                box_layout(options_.box_type), ", got ", proposals[0].sizes());
-  detail::check_features(op, features, options_.in_channels, proposals);
+  const std::vector<Tensor> slots =
+      checked_slots(op, proposals, box_dim(options_.box_type), box_layout(options_.box_type));
+  detail::check_features(op, features, options_.in_channels, slots);
   NoGradGuard no_grad;
-  // rois: every proposal with its image's index in front, in image order (the index column in one copy).
-  std::vector<Tensor> boxes;
-  std::vector<int64_t> counts;
-  for (const Tensor& p : proposals) {
-    boxes.push_back(p.detach());
-    counts.push_back(p.size(0));
-  }
-  const Tensor rois = cat({image_of_rows(counts, proposals[0].options()).unsqueeze(1), cat(boxes, 0)}, 1);
+  // rois: every slot of every image with the image's index in front (N P rows, the index column in one copy).
+  // The slots past an image's count are scored too and dropped by postprocess_detections.
+  const int64_t images = proposals.boxes.size(0), per_image = proposals.boxes.size(1);
+  const Tensor index =
+      image_of_rows(std::vector<int64_t>(static_cast<size_t>(images), per_image), proposals.boxes.options());
+  const Tensor rois =
+      cat({index.unsqueeze(1), proposals.boxes.detach().reshape({images * per_image, proposals.boxes.size(2)})}, 1);
   return postprocess_detections(forward_box_head(features, rois), proposals, image_sizes, options_);
 }
 

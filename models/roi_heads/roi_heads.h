@@ -68,10 +68,11 @@
 // - inference: the number of detections depends on the data, so the end cannot avoid the host.
 //   device-to-host 4: roi_align's check (unless check_proposal_values is off), the count of candidates above
 //   the threshold (nonzero), NMS's kept count, and one copy of the kept rows, from which the host picks each
-//   image's best (at most a few thousand rows). Host-to-device 3 before them (the rois' image indices, the
-//   class ids, the candidates' image indices) and 2 after them, when nothing is queued any more: every
-//   image's boxes and scores in one copy, every label in another (each image's tensors are views into them).
-//   None of these counts, and no launch, grows with the number of images.
+//   image's best (at most a few thousand rows). Host-to-device 4 before them (the rois' image indices, the
+//   class ids, the slot positions, the candidates' image indices) and 2 after them, when nothing is queued
+//   any more: every image's boxes and scores in one copy, every label in another (each image's tensors are
+//   views into them). None of these counts, and no launch, grows with the number of images: every slot of
+//   the padded table is scored, and the slots past an image's count are dropped with the candidates.
 #pragma once
 
 #include <array>
@@ -157,8 +158,9 @@ RoISample sample_rois(const std::vector<Tensor>& proposals, const std::vector<Te
 std::map<std::string, Tensor> roi_heads_loss(const BoxHeadOutput& head, const RoISample& sample,
                                              double smooth_l1_beta = 1.0 / 9.0);
 
-// Per-image detections from the head's outputs on the proposals (rows in image order, P_n per image).
-std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const std::vector<Tensor>& proposals,
+// Per-image detections from the head's outputs on every slot of the padded proposals (N P rows, image by
+// image); the slots past an image's count are dropped on the device. From per-image proposals: pad_proposals.
+std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const PaddedProposals& proposals,
                                                const ImageSizes& image_sizes, const RoIHeadsOptions& options);
 
 // Throws when a target breaks the conventions (labels in 1..C, finite boxes with x1 < x2 and y1 < y2, or
@@ -177,8 +179,9 @@ class RoIHeads final : public nn::Module {
   std::map<std::string, Tensor> forward_train(const Tensor& features, const PaddedProposals& proposals,
                                               const std::vector<Tensor>& gt_boxes,
                                               const std::vector<Tensor>& gt_labels, Generator* generator = nullptr);
-  // Detections per image; runs without recording gradients.
-  std::vector<Detections> forward_infer(const Tensor& features, const std::vector<Tensor>& proposals,
+  // Detections per image from the RPN's padded proposals (as forward_train; from per-image proposals:
+  // pad_proposals); runs without recording gradients.
+  std::vector<Detections> forward_infer(const Tensor& features, const PaddedProposals& proposals,
                                         const ImageSizes& image_sizes);
   // RoIAlign over the features, then the box head: the step both of the above share.
   BoxHeadOutput forward_box_head(const Tensor& features, const Tensor& rois);

@@ -86,21 +86,18 @@ std::vector<Detections> pack_detections(const std::vector<std::vector<double>>& 
 
 }  // namespace
 
-std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const std::vector<Tensor>& proposals,
+std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const PaddedProposals& proposals,
                                                const ImageSizes& image_sizes, const RoIHeadsOptions& options) {
   const char* op = "postprocess_detections";
   detail::check_options(op, options);
-  check_proposal_list(op, proposals);
   const BoxType type = options.box_type;
   const int64_t d = box_dim(type);
-  MINIDET_CHECK(proposals[0].size(1) == d, op, ": expected proposals of shape (P, ", d, ") ", box_layout(type),
-                ", got ", proposals[0].sizes());
-  const int64_t images = static_cast<int64_t>(proposals.size()), num_classes = options.num_classes;
+  const std::vector<Tensor> slots = checked_slots(op, proposals, d, box_layout(type));
+  const int64_t images = proposals.boxes.size(0), per_image = proposals.boxes.size(1);
+  const int64_t num_classes = options.num_classes, rois = images * per_image;
   detail::check_image_sizes(op, image_sizes, images);
-  int64_t rois = 0;
-  for (const Tensor& p : proposals) rois += p.size(0);
-  check_head_outputs(op, head, rois, num_classes, proposals[0]);
-  const TensorOptions box_options = proposals[0].options(), index_options(kInt64, box_options.device);
+  check_head_outputs(op, head, rois, num_classes, slots[0]);
+  const TensorOptions box_options = proposals.boxes.options(), index_options(kInt64, box_options.device);
   MINIDET_CHECK(box_options.dtype != kFloat32 || images * (num_classes + 1) <= (int64_t{1} << 24), op,
                 ": images * (classes + 1) must stay below 2^24 in float32, got ", images * (num_classes + 1));
 
@@ -112,15 +109,10 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
 
   NoGradGuard no_grad;
   const int64_t classes = num_classes + 1, candidates = rois * num_classes;
-  std::vector<Tensor> reference;
-  std::vector<int64_t> rois_per_image;
-  for (const Tensor& p : proposals) {
-    reference.push_back(p.detach());
-    rois_per_image.push_back(p.size(0));
-  }
-  // Every class's box for every RoI, clipped to its own image (axis-aligned boxes): (K, C + 1, D).
+  const std::vector<int64_t> rois_per_image(static_cast<size_t>(images), per_image);
+  // Every class's box for every slot, clipped to its own image (axis-aligned boxes): (K, C + 1, D), K = N P.
   const BoxTypeCoder coder(type, options.box_coder_weights, options.box_coder_angle_weight, options.rotated_offsets);
-  const Tensor decoded = coder.decode(head.box_deltas.detach(), cat(reference, 0));
+  const Tensor decoded = coder.decode(head.box_deltas.detach(), proposals.boxes.detach().reshape({rois, d}));
   const Tensor all_boxes = clip_to_images(type, reshape(decoded, {rois, classes, d}), image_sizes, rois_per_image);
   // Drop the background column (class 0): (K, C, D) boxes, (K, C) scores and groups.
   const Tensor boxes = slice(all_boxes, 1, 1, classes);
@@ -128,12 +120,16 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
   const Tensor class_ids = arange(1.0, static_cast<double>(classes), 1.0, index_options);
   const Tensor image_of_roi = image_of_rows(rois_per_image, index_options);
   const Tensor group = add(mul(image_of_roi.unsqueeze(1), static_cast<double>(classes)), class_ids.unsqueeze(0));
+  // A slot holds a proposal when it is below its image's count (the counts stay on the device): (K, 1).
+  const Tensor slot = arange(static_cast<double>(per_image), index_options).unsqueeze(0);  // (1, P)
+  const Tensor proposal = lt(slot, proposals.counts.unsqueeze(1)).reshape({rois, 1});
 
   // Candidates: above the score threshold and not small (remove_small_boxes' rule: both sides >= min_size).
   const Tensor sides = box_sides(type, boxes);
   const Tensor widths = select(sides, 2, 0), heights = select(sides, 2, 1);
   const Tensor big = where(ge(widths, options.min_size), ge(heights, options.min_size), ge(widths, options.min_size));
-  const Tensor keep_mask = where(gt(scores, options.score_threshold), big, gt(scores, options.score_threshold));
+  const Tensor confident = where(gt(scores, options.score_threshold), big, gt(scores, options.score_threshold));
+  const Tensor keep_mask = logical_and(proposal, confident);  // (K, C), and the slot holds a proposal
   const Tensor table = cat({reshape(boxes, {candidates, d}), reshape(scores, {candidates, 1}),
                             reshape(group.to(box_options.dtype), {candidates, 1})}, 1);
   const Tensor rows = take_table_rows(table, flat_nonzero(keep_mask));

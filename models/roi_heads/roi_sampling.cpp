@@ -213,17 +213,10 @@ RoISample sample_rois_padded(const PaddedProposals& proposals, const std::vector
   const char* op = "sample_rois_padded";
   detail::check_options(op, options);
   const int64_t d = box_dim(options.box_type);
-  MINIDET_CHECK(proposals.boxes.defined() && proposals.boxes.dim() == 3 && proposals.boxes.size(2) == d, op,
-                ": expected padded proposals of shape (N, P, ", d, ") ", box_layout(options.box_type));
-  const int64_t n = proposals.boxes.size(0), p = proposals.boxes.size(1);
-  MINIDET_CHECK(proposals.counts.defined() && proposals.counts.dtype() == kInt64 &&
-                    proposals.counts.sizes() == Shape{n} && proposals.counts.device() == proposals.boxes.device(),
-                op, ": expected int64 proposal counts of shape (", n, ") on ", proposals.boxes.device());
   // Each image's P slots as its proposals: the checks and the matching treat them as P candidates, and the
   // slots past the image's count are then made "ignored" on the device, so the host never reads a count.
-  std::vector<Tensor> slots;
-  for (int64_t i = 0; i < n; ++i) slots.push_back(proposals.boxes.select(0, i));
-  check_proposal_list(op, slots);
+  const std::vector<Tensor> slots = checked_slots(op, proposals, d, box_layout(options.box_type));
+  const int64_t n = proposals.boxes.size(0), p = proposals.boxes.size(1);
   detail::check_targets_shapes(op, slots, gt_boxes, gt_labels);
   NoGradGuard no_grad;
   const Matcher matcher(options.fg_iou_threshold, options.bg_iou_threshold, /*allow_low_quality_matches=*/false);

@@ -95,15 +95,15 @@ RPNTrainOutput RPN::forward_train(const Tensor& features, std::array<int64_t, 2>
   return result;
 }
 
-std::vector<Tensor> RPN::forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
-                                       const ImageSizes& image_sizes) {
+PaddedProposals RPN::forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
+                                   const ImageSizes& image_sizes) {
   const auto scope = open_scope();
   const Tensor grid = anchors(image_size, features);
   check_batch("RPN::forward_infer", image_size, image_sizes, features.size(0));
   NoGradGuard no_grad;
   const RPNHeadOutput out = (*head)(features);
-  return rpn_proposals(flatten_objectness(out.objectness), flatten_deltas(out.deltas, head->box_dim), grid,
-                       image_sizes, options_.test_proposals);
+  return rpn_proposals_padded(flatten_objectness(out.objectness), flatten_deltas(out.deltas, head->box_dim), grid,
+                              image_sizes, options_.test_proposals);
 }
 
 std::string RPN::extra_repr() const {

@@ -14,15 +14,15 @@
 //                counts (N) on the device: image n's proposals are its first counts[n] rows, detached
 //                (models/common/padded_proposals.h), what RoIHeads::forward_train samples from
 // Inference (forward_infer), no gradient recorded:
-//   proposals  = rpn_proposals(o, d, anchors, image_sizes, test_proposals)   per image (P_n, D), detached
+//   proposals  = rpn_proposals_padded(o, d, anchors, image_sizes, test_proposals)   the same kind of table,
+//                what RoIHeads::forward_infer scores (rpn_proposals gives per-image tensors instead)
 // (*head)(features) is the head's operator(), as PyTorch's module(x): its forward, or the replay of that
 // same forward which the training engine installed (engine/cuda_graphs.h).
 // Check: h == ceil(H / stride) and w == ceil(W / stride) for the configured stride, with a clear error
 // otherwise (the anchors would not cover the image).
-// Host synchronisations on CUDA per call: none in training (rpn_loss and rpn_proposals_padded keep every
-// shape fixed and every count on the device); 1 in inference (rpn_proposals' per-image counts, see
-// rpn_proposals.h). Building the anchors (first call per feature size, dtype and device only) copies them
-// to the device.
+// Host synchronisations on CUDA per call: none (rpn_loss and rpn_proposals_padded keep every shape fixed and
+// every count on the device), so the host queues the second stage while the GPU still runs the first.
+// Building the anchors (first call per feature size, dtype and device only) copies them to the device.
 #pragma once
 
 #include <array>
@@ -75,9 +75,9 @@ class RPN final : public nn::Module {
   RPNTrainOutput forward_train(const Tensor& features, std::array<int64_t, 2> image_size,
                                const ImageSizes& image_sizes, const std::vector<Tensor>& gt_boxes,
                                Generator* generator = nullptr);
-  // Per-image proposals with test_proposals, no gradient recorded.
-  std::vector<Tensor> forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
-                                    const ImageSizes& image_sizes);
+  // The proposals with test_proposals, as one padded table as in training, no gradient recorded.
+  PaddedProposals forward_infer(const Tensor& features, std::array<int64_t, 2> image_size,
+                                const ImageSizes& image_sizes);
 
   // The anchors for a padded batch of H x W with features of h x w (cached by the generator).
   Tensor anchors(std::array<int64_t, 2> image_size, const Tensor& features);

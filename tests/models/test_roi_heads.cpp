@@ -346,15 +346,18 @@ TEST_CASE("values/roi_heads: inference keeps suppresses clips and drops as torch
   //                                               c2 below 0.05: dropped
   //   r2 (30, 30, 40, 40)  p = (0.2, 0.3, 0.5)    c1 moved by dx = 15 to (45, 30, 55, 40), clipped to x2 = 50;
   //                                               c2 moved by dx = 20 to x1 = 50: width 0 after clipping, removed
-  // Image 1 (20 x 20) has no proposals.
+  // Image 1 (20 x 20) has no proposals: its three slots of the table hold image 0's boxes, scored with
+  // confidence (class 1 at 0.9), and its count 0 must drop them all.
   const Tensor proposals = from_vector<double>({0, 0, 10, 10, 1, 1, 11, 11, 30, 30, 40, 40}, {3, 4});
-  const Tensor logits = logits_of({0.1, 0.7, 0.2, 0.36, 0.6, 0.04, 0.2, 0.3, 0.5}, 3);
-  std::vector<double> deltas(3 * 12, 0.0);
+  const Tensor logits =
+      logits_of({0.1, 0.7, 0.2, 0.36, 0.6, 0.04, 0.2, 0.3, 0.5, 0.05, 0.9, 0.05, 0.05, 0.9, 0.05, 0.05, 0.9, 0.05}, 6);
+  std::vector<double> deltas(6 * 12, 0.0);
   deltas[2 * 12 + 4] = 15;  // r2, class 1, dx
   deltas[2 * 12 + 8] = 20;  // r2, class 2, dx
-  const BoxHeadOutput head{logits, from_vector<double>(deltas, {3, 12})};
-  const auto detections = models::postprocess_detections(head, {proposals, zeros({0, 4}, kFloat64)},
-                                                         {{40, 50}, {20, 20}}, test::tiny_roi_heads_options());
+  const BoxHeadOutput head{logits, from_vector<double>(deltas, {6, 12})};
+  const models::PaddedProposals table{stack({proposals, proposals}, 0), from_vector<int64_t>({3, 0})};
+  const auto detections =
+      models::postprocess_detections(head, table, {{40, 50}, {20, 20}}, test::tiny_roi_heads_options());
   REQUIRE(detections.size() == 2);
   const models::Detections& d = detections[0];
   CHECK(values(d.boxes) == std::vector<double>{0, 0, 10, 10, 45, 30, 50, 40, 0, 0, 10, 10});
@@ -385,7 +388,8 @@ TEST_CASE("values/roi_heads: inference keeps the best detections per image and n
   const BoxHeadOutput head{logits_of(p, 10), zeros({10, 12}, kFloat64)};
   RoIHeadsOptions o = test::tiny_roi_heads_options();
   o.detections_per_image = 3;
-  const auto detections = models::postprocess_detections(head, {proposals, proposals}, {{20, 70}, {20, 70}}, o);
+  const auto detections =
+      models::postprocess_detections(head, models::pad_proposals({proposals, proposals}), {{20, 70}, {20, 70}}, o);
   REQUIRE(detections.size() == 2);
   CHECK(values(detections[0].scores).size() == 3);
   CHECK(values(detections[0].boxes) == std::vector<double>{48, 0, 58, 10, 36, 0, 46, 10, 24, 0, 34, 10});
@@ -395,7 +399,8 @@ TEST_CASE("values/roi_heads: inference keeps the best detections per image and n
     CHECK((d.boxes.is_contiguous() && d.scores.is_contiguous() && d.labels.is_contiguous()));
   // A threshold above every score leaves both images empty.
   o.score_threshold = 0.95;
-  const auto none = models::postprocess_detections(head, {proposals, proposals}, {{20, 70}, {20, 70}}, o);
+  const auto none =
+      models::postprocess_detections(head, models::pad_proposals({proposals, proposals}), {{20, 70}, {20, 70}}, o);
   CHECK(none[0].boxes.sizes() == Shape({0, 4}));
   CHECK(none[1].labels.sizes() == Shape{0});
 }
@@ -434,19 +439,23 @@ TEST_CASE("errors/roi_heads: inference inputs") {
   const Tensor proposals = zeros({3, 4}, kFloat64);
   const BoxHeadOutput head{zeros({3, 3}, kFloat64), zeros({3, 12}, kFloat64)};
   const RoIHeadsOptions o = test::tiny_roi_heads_options();
-  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, {proposals}, {}, o), "one image size per image (1)");
-  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, {proposals}, {{0, 5}}, o), "positive (height, width)");
-  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, {proposals, proposals}, {{5, 5}, {5, 5}}, o),
-                          "expected class_logits of shape (6, 3)");
-  CHECK_THROWS_CONTAINING(models::postprocess_detections({head.class_logits, zeros({3, 8}, kFloat64)}, {proposals},
-                                                         {{5, 5}}, o),
+  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, models::pad_proposals({proposals}), {}, o),
+                          "one image size per image (1)");
+  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, models::pad_proposals({proposals}), {{0, 5}}, o),
+                          "positive (height, width)");
+  CHECK_THROWS_CONTAINING(
+      models::postprocess_detections(head, models::pad_proposals({proposals, proposals}), {{5, 5}, {5, 5}}, o),
+      "expected class_logits of shape (6, 3)");
+  CHECK_THROWS_CONTAINING(models::postprocess_detections({head.class_logits, zeros({3, 8}, kFloat64)},
+                                                         models::pad_proposals({proposals}), {{5, 5}}, o),
                           "expected box_deltas of shape (3, 12)");
-  CHECK_THROWS_CONTAINING(models::postprocess_detections({head.class_logits.to(kFloat32), head.box_deltas}, {proposals},
-                                                         {{5, 5}}, o),
+  CHECK_THROWS_CONTAINING(models::postprocess_detections({head.class_logits.to(kFloat32), head.box_deltas},
+                                                         models::pad_proposals({proposals}), {{5, 5}}, o),
                           "postprocess_detections");
   RoIHeadsOptions bad = o;
   bad.nms_threshold = -0.5;
-  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, {proposals}, {{5, 5}}, bad), "nms_threshold >= 0");
+  CHECK_THROWS_CONTAINING(models::postprocess_detections(head, models::pad_proposals({proposals}), {{5, 5}}, bad),
+                          "nms_threshold >= 0");
 }
 
 TEST_CASE("errors/roi_heads: target values") {
@@ -531,9 +540,10 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: inference detections match the CPU") {
   o.num_classes = 3;
   o.detections_per_image = 40;  // binds for at least one image
   const models::ImageSizes sizes = {{64, 64}, {60, 70}};
-  const auto on_cpu = models::postprocess_detections(head, proposals, sizes, o);
-  const auto on_gpu = models::postprocess_detections({head.class_logits.cuda(), head.box_deltas.cuda()},
-                                                     {proposals[0].cuda(), proposals[1].cuda()}, sizes, o);
+  const auto on_cpu = models::postprocess_detections(head, models::pad_proposals(proposals), sizes, o);
+  const auto on_gpu =
+      models::postprocess_detections({head.class_logits.cuda(), head.box_deltas.cuda()},
+                                     models::pad_proposals({proposals[0].cuda(), proposals[1].cuda()}), sizes, o);
   REQUIRE(on_gpu.size() == 2);
   for (size_t n = 0; n < 2; ++n) {
     CAPTURE(n);

@@ -86,7 +86,7 @@ TEST_CASE("values/roi_heads: the module composes sampling RoIAlign the box head 
   CHECK(losses.at("loss_box_reg").item<double>() > 0.0);
   CHECK(losses.at("loss_classifier").requires_grad());
 
-  const auto detections = heads.forward_infer(c.features, c.proposals, c.sizes);
+  const auto detections = heads.forward_infer(c.features, models::pad_proposals(c.proposals), c.sizes);
   REQUIRE(detections.size() == 2);
   for (size_t n = 0; n < 2; ++n) {
     const std::vector<double> boxes = values(detections[n].boxes);
@@ -180,9 +180,11 @@ TEST_CASE("errors/roi_heads: the module's inputs and options") {
   const std::vector<Tensor> bad_labels = {from_vector<int64_t>({2, 3}), c.gt_labels[1]};
   CHECK_THROWS_CONTAINING(heads.forward_train(c.features, padded, c.gt_boxes, bad_labels),
                           "expected gt_labels[0] in 1..2 (0 is background), got 3 at index 1");
-  CHECK_THROWS_CONTAINING(heads.forward_infer(c.features, c.proposals, {{48, 48}}), "one image size per image (2)");
+  CHECK_THROWS_CONTAINING(heads.forward_infer(c.features, models::pad_proposals(c.proposals), {{48, 48}}),
+                          "one image size per image (2)");
   const Tensor nan_proposals = from_vector<float>({1, 1, NAN, 5}, {1, 4});
-  CHECK_THROWS_CONTAINING(heads.forward_infer(c.features, {nan_proposals, c.proposals[1]}, c.sizes), "roi_align");
+  CHECK_THROWS_CONTAINING(
+      heads.forward_infer(c.features, models::pad_proposals({nan_proposals, c.proposals[1]}), c.sizes), "roi_align");
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_heads: the module's losses gradients and detections match the CPU") {
@@ -233,8 +235,8 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: the module's losses gradients and detect
   }
 
   // Inference.
-  const auto on_cpu = cpu_heads.forward_infer(c.features, c.proposals, c.sizes);
-  const auto on_gpu = gpu_heads.forward_infer(c.features.cuda(), on_cuda(c.proposals), c.sizes);
+  const auto on_cpu = cpu_heads.forward_infer(c.features, models::pad_proposals(c.proposals), c.sizes);
+  const auto on_gpu = gpu_heads.forward_infer(c.features.cuda(), models::pad_proposals(on_cuda(c.proposals)), c.sizes);
   for (size_t n = 0; n < 2; ++n) {
     CAPTURE(n);
     REQUIRE(on_gpu[n].boxes.sizes() == on_cpu[n].boxes.sizes());
@@ -269,9 +271,10 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: inference's copies between host and devi
       }
     }
     const Tensor batch = cat(features, 0);
-    heads.forward_infer(batch, proposals, sizes);  // warm-up: nothing set up once is counted
+    const models::PaddedProposals table = models::pad_proposals(proposals);
+    heads.forward_infer(batch, table, sizes);  // warm-up: nothing set up once is counted
     const TransferCounts before = transfer_counts();
-    found[big] = heads.forward_infer(batch, proposals, sizes);
+    found[big] = heads.forward_infer(batch, table, sizes);
     counts[big] = transfer_counts() - before;
   }
   MESSAGE("RoIHeads::forward_infer on CUDA, 2 and 6 images: "
@@ -280,7 +283,7 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_heads: inference's copies between host and devi
   CHECK(counts[1].device_to_host == counts[0].device_to_host);
   CHECK(counts[1].host_to_device == counts[0].host_to_device);
   CHECK(counts[0].device_to_host == 3);  // the candidates' count, NMS's kept count, the kept rows
-  CHECK(counts[0].host_to_device == 5);  // three index tables before, the two result tables after
+  CHECK(counts[0].host_to_device == 6);  // four index tables before, the two result tables after
   REQUIRE(found[1].size() == 6);
   for (size_t n = 0; n < 6; ++n) {
     CAPTURE(n);

@@ -260,14 +260,25 @@ TEST_CASE("values/rpn: module shapes cached anchors and finite losses") {
   CHECK(out.losses.objectness.requires_grad());
 }
 
-TEST_CASE("values/rpn: forward_infer gives detached per-image test proposals") {
+TEST_CASE("values/rpn: forward_infer gives the detached test proposals as one padded table") {
   RpnSetup s(kFloat64);
-  const std::vector<Tensor> proposals = s.rpn->forward_infer(s.features.clone().requires_grad_(), {32, 32}, s.sizes);
+  const models::PaddedProposals proposals =
+      s.rpn->forward_infer(s.features.clone().requires_grad_(), {32, 32}, s.sizes);
   CHECK(GradMode::is_enabled());  // restored
-  REQUIRE(proposals.size() == 2);
-  for (const Tensor& p : proposals) {
-    CHECK_FALSE(p.requires_grad());
-    CHECK(p.size(0) <= 10);  // test_proposals.post_nms_top_n
+  CHECK_FALSE(proposals.boxes.requires_grad());
+  REQUIRE(proposals.boxes.sizes() == Shape({2, 10, 4}));  // test_proposals.post_nms_top_n slots per image
+  // The same proposals as rpn_proposals' per-image tensors on the same outputs.
+  NoGradGuard no_grad;
+  const models::RPNHeadOutput out = (*s.rpn->head)(s.features);
+  const std::vector<Tensor> listed =
+      models::rpn_proposals(models::flatten_objectness(out.objectness), models::flatten_deltas(out.deltas, 4),
+                            s.rpn->anchors({32, 32}, s.features), s.sizes, s.rpn->options().test_proposals);
+  const std::vector<int64_t> counts = proposals.counts.to_vector<int64_t>();
+  for (int64_t n = 0; n < 2; ++n) {
+    CAPTURE(n);
+    REQUIRE(counts[n] == listed[n].size(0));
+    CHECK(counts[n] > 0);
+    CHECK(test::allclose(proposals.boxes.select(0, n).narrow(0, 0, counts[n]), listed[n], 0, 0));
   }
 }
 
