@@ -299,23 +299,37 @@ int map_channels_per_lane(const PoolShape& shape) {
   return 0;
 }
 
+// How a shared-memory map kernel deals out its RoIs: each block takes per_block consecutive RoIs of one channel
+// slab (at least min_per_block), enough blocks to give every multiprocessor two; more, smaller chunks would
+// merge the map more often.
+struct MapChunks {
+  int64_t per_block, blocks;
+};
+inline MapChunks map_chunks(int64_t rois, int64_t slabs, int64_t min_per_block = 1) {
+  const int64_t target = 2 * int64_t(cuda::multiprocessor_count());
+  const int64_t per_block = std::max<int64_t>(min_per_block, (rois * slabs + target - 1) / target);
+  return {per_block, slabs * ((rois + per_block - 1) / per_block)};
+}
+
+// Past the default 48 KB of dynamic shared memory a kernel must opt in. Always to the cap, never to this
+// launch's size: a smaller value set by one host thread could undercut another's launch in flight.
+template <typename Kernel>
+void opt_in_to_map_cap(Kernel* kernel, size_t bytes) {
+  if (bytes > size_t(48) << 10)
+    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(map_bytes_cap())));
+}
+
 template <typename T, int kPerLane, bool kMax, typename Sampler>
 void launch_backward_map(const Tensor& grad_output, const Sampler& sampler, const int64_t* argmax, T* grad_nhwc,
                          const PoolShape& shape) {
   const MapLayout layout(shape, kPerLane);
-  const int64_t rois = grad_output.size(0), slabs = (shape.channels + layout.slab - 1) / layout.slab;
-  // Enough blocks to give every multiprocessor two; more, smaller chunks would merge the map more often.
-  const int64_t target = 2 * int64_t(cuda::multiprocessor_count());
-  const int64_t per_block = std::max<int64_t>(1, (rois * slabs + target - 1) / target);
-  const int64_t blocks = slabs * ((rois + per_block - 1) / per_block);
+  const int64_t rois = grad_output.size(0);
+  const MapChunks chunks = map_chunks(rois, (shape.channels + layout.slab - 1) / layout.slab);
   const size_t bytes = layout.bytes<T>();
-  auto kernel = backward_map_kernel<T, kPerLane, kMax, Sampler>;
-  // Past the default 48 KB of dynamic shared memory a kernel must opt in. Always to the cap, never to this
-  // launch's size: a smaller value set by one host thread could undercut another's launch in flight.
-  if (bytes > size_t(48) << 10)
-    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(map_bytes_cap())));
-  kernel<<<unsigned(blocks), kMapWarps * kLanes, bytes, cuda::current_stream()>>>(
-      rois, per_block, grad_output.data<T>(), sampler, argmax, grad_nhwc, shape, layout);
+  auto* kernel = backward_map_kernel<T, kPerLane, kMax, Sampler>;
+  opt_in_to_map_cap(kernel, bytes);
+  kernel<<<unsigned(chunks.blocks), kMapWarps * kLanes, bytes, cuda::current_stream()>>>(
+      rois, chunks.per_block, grad_output.data<T>(), sampler, argmax, grad_nhwc, shape, layout);
 }
 
 // grad_input (N, C, H, W) is written, not accumulated, from grad_output (K, C, ph, pw) (and argmax like it

@@ -45,7 +45,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/factories.h"
-#include "ops/roi_align/roi_align_backward.cuh"  // MapLane, MapLayout, merge_map, map_bytes_cap, transpose
+#include "ops/roi_align/roi_align_backward.cuh"  // MapLane, MapLayout, merge_map, map_chunks, opt_in_to_map_cap, transpose
 #include "ops/roi_align/roi_align_kernels.h"
 #include "ops/roi_align/roi_align_separable.h"
 
@@ -404,18 +404,13 @@ void backward(const Tensor& grad_output, const Tensor& rois, const RoiAlignGeome
   const int64_t slabs = (g.channels + kLanes - 1) / kLanes;
   if (small_average<T>(g, kSharedMapWarps, true)) {
     const SeparableLayout s(g, kSharedMapWarps, true);
-    // Two blocks a multiprocessor, and chunks of at least kSharedMapWarps RoIs (a chunk's RoIs are dealt to the
-    // warps image by image, so a chunk over two images can still leave warps idle).
-    const int64_t target = 2 * int64_t(cuda::multiprocessor_count());
-    const int64_t per_block = std::max<int64_t>(kSharedMapWarps, (g.rois * slabs + target - 1) / target);
-    const int64_t blocks = slabs * ((g.rois + per_block - 1) / per_block);
+    // Chunks of at least kSharedMapWarps RoIs (a chunk's RoIs are dealt to the warps image by image, so a chunk
+    // over two images can still leave warps idle).
+    const roi_nhwc::MapChunks chunks = roi_nhwc::map_chunks(g.rois, slabs, kSharedMapWarps);
     const size_t bytes = s.bytes<T>();
-    if (bytes > size_t(48) << 10)  // opt in, always to the one cap (roi_nhwc::launch_backward_map says why)
-      MINIDET_CUDA_CHECK(cudaFuncSetAttribute(backward_separable_kernel<T>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              int(roi_nhwc::map_bytes_cap())));
-    backward_separable_kernel<T><<<unsigned(blocks), kSharedMapWarps * kLanes, bytes, cuda::current_stream()>>>(
-        per_block, grad_output.data<T>(), rois.data<T>(), g, grad_nhwc.data<T>(), s,
+    roi_nhwc::opt_in_to_map_cap(backward_separable_kernel<T>, bytes);
+    backward_separable_kernel<T><<<unsigned(chunks.blocks), kSharedMapWarps * kLanes, bytes, cuda::current_stream()>>>(
+        chunks.per_block, grad_output.data<T>(), rois.data<T>(), g, grad_nhwc.data<T>(), s,
         roi_nhwc::MapLayout(roi_nhwc::PoolShape{g.channels, g.height, g.width, g.pooled_h, g.pooled_w}, 1));
   } else {
     const SeparableLayout s(g, kItemWarps, false);
