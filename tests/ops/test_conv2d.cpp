@@ -119,15 +119,15 @@ TEST_CASE("values/conv2d: a tiny column bound gives several chunks and the unchu
 
 TEST_CASE("values/conv2d: the default column bound is the device's") {
   // 8 channels x 9 taps x 256 x 256 outputs x 4 bytes = 18 MiB of columns per image: over the CPU's 16 MiB,
-  // so one image per chunk there; three fit in CUDA's 64 MiB, and an explicit bound wins on either device.
-  const Tensor x = zeros({4, 8, 256, 256});
+  // so one image per chunk there; seven fit in CUDA's 128 MiB, and an explicit bound wins on either device.
+  const Tensor x = zeros({8, 8, 256, 256});
   const Tensor w = zeros({8, 8, 3, 3});
   const Conv2dOptions padded = Conv2dOptions().set_padding(1);
   CHECK(conv2d_chunk_size(x, w, padded) == 1);
-  CHECK(conv2d_chunk_size(x, w, Conv2dOptions(padded).set_max_column_bytes(kCudaColumnBytes)) == 3);
+  CHECK(conv2d_chunk_size(x, w, Conv2dOptions(padded).set_max_column_bytes(kCudaColumnBytes)) == 7);
   CHECK_THROWS_CONTAINING(conv2d(x, w, Tensor(), Conv2dOptions().set_max_column_bytes(-1)),
                           "max_column_bytes must be >= 0");
-  if (cuda::is_available()) CHECK(conv2d_chunk_size(x.cuda(), w.cuda(), padded) == 3);
+  if (cuda::is_available()) CHECK(conv2d_chunk_size(x.cuda(), w.cuda(), padded) == 7);
 }
 
 TEST_CASE("values/conv2d: batch 0 gives an empty output and zero parameter gradients") {
