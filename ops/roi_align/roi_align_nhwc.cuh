@@ -42,23 +42,25 @@ constexpr int kTile = 32;  // transpose tile: kTile x kTile values through share
 
 // out[b, s, r] = in[b, r, s] for (B, R, S) -> (B, S, R). Reads and writes are both coalesced: a warp reads
 // a row of the tile and writes a column of it, through shared memory (+1 column against bank conflicts).
-template <typename T>
-__global__ void transpose_kernel(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols) {
+// Indices are of type I: 32-bit whenever B R S fits, which leaves the kernel fewer instructions per element
+// than 64-bit products (it copies, so instructions and memory are all it spends).
+template <typename T, typename I>
+__global__ void transpose_kernel(const T* in, T* out, I batch, I rows, I cols) {
   __shared__ T tile[kTile][kTile + 1];
-  const int64_t col_tiles = (cols + kTile - 1) / kTile, row_tiles = (rows + kTile - 1) / kTile;
-  const int64_t tiles = batch * row_tiles * col_tiles;
-  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const int64_t b = t / (row_tiles * col_tiles);
-    const int64_t r0 = (t / col_tiles) % row_tiles * kTile, c0 = t % col_tiles * kTile;
+  const I col_tiles = (cols + kTile - 1) / kTile, row_tiles = (rows + kTile - 1) / kTile;
+  const I tiles = batch * row_tiles * col_tiles;
+  for (I t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const I b = t / (row_tiles * col_tiles);
+    const I r0 = (t / col_tiles) % row_tiles * kTile, c0 = t % col_tiles * kTile;
     const T* src = in + b * rows * cols;
     T* dst = out + b * rows * cols;
-    for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
-      const int64_t r = r0 + i, c = c0 + threadIdx.x;
+    for (I i = threadIdx.y; i < kTile; i += blockDim.y) {
+      const I r = r0 + i, c = c0 + threadIdx.x;
       if (r < rows && c < cols) tile[i][threadIdx.x] = src[r * cols + c];
     }
     __syncthreads();
-    for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
-      const int64_t c = c0 + i, r = r0 + threadIdx.x;
+    for (I i = threadIdx.y; i < kTile; i += blockDim.y) {
+      const I c = c0 + i, r = r0 + threadIdx.x;
       if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][i];
     }
     __syncthreads();
@@ -69,8 +71,14 @@ template <typename T>
 void transpose(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols) {
   const int64_t tiles = batch * ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
   if (tiles == 0) return;
-  transpose_kernel<T><<<cuda::blocks_for(tiles, 1), dim3(kTile, 8), 0, cuda::current_stream()>>>(in, out, batch,
-                                                                                                   rows, cols);
+  const dim3 grid(unsigned(cuda::blocks_for(tiles, 1))), block(kTile, 8);
+  // 32-bit when every index fits, the padded tiles' included.
+  const int64_t padded = batch * ((rows + kTile - 1) / kTile * kTile) * ((cols + kTile - 1) / kTile * kTile);
+  if (padded < (int64_t(1) << 31))
+    transpose_kernel<T, uint32_t>
+        <<<grid, block, 0, cuda::current_stream()>>>(in, out, uint32_t(batch), uint32_t(rows), uint32_t(cols));
+  else
+    transpose_kernel<T, int64_t><<<grid, block, 0, cuda::current_stream()>>>(in, out, batch, rows, cols);
   MINIDET_CUDA_LAUNCH_CHECK("roi_nhwc transpose_kernel");
 }
 
