@@ -1,20 +1,6 @@
 #include "models/common/image_sizes.h"
 
 #include "core/error.h"
-#include "core/factories.h"
-
-namespace minidet::models {
-
-Tensor image_of_rows(const std::vector<int64_t>& rows_per_image, const TensorOptions& options) {
-  std::vector<int64_t> index;
-  for (size_t n = 0; n < rows_per_image.size(); ++n) {
-    MINIDET_CHECK(rows_per_image[n] >= 0, "image_of_rows: image ", n, " has a negative row count ", rows_per_image[n]);
-    index.insert(index.end(), static_cast<size_t>(rows_per_image[n]), static_cast<int64_t>(n));
-  }
-  return from_vector<int64_t>(index, {static_cast<int64_t>(index.size())}).to(options);
-}
-
-}  // namespace minidet::models
 
 namespace minidet::models::detail {
 

@@ -8,6 +8,7 @@
 #include "core/factories.h"
 #include "core/grad_mode.h"
 #include "ops/common/checks.h"
+#include "ops/elementwise/shared_scalar.h"
 
 namespace minidet::models {
 
@@ -35,10 +36,15 @@ std::vector<Tensor> checked_slots(const char* op, const PaddedProposals& proposa
   MINIDET_CHECK(proposals.counts.defined() && proposals.counts.dtype() == kInt64 &&
                     proposals.counts.sizes() == Shape{n} && proposals.counts.device() == proposals.boxes.device(),
                 op, ": expected int64 proposal counts of shape (", n, ") on ", proposals.boxes.device());
+  const Tensor boxes = proposals.boxes.detach();  // the views are for checks: a table that requires grad is fine
   std::vector<Tensor> slots;
-  for (int64_t i = 0; i < n; ++i) slots.push_back(proposals.boxes.select(0, i));
+  for (int64_t i = 0; i < n; ++i) slots.push_back(boxes.select(0, i));
   check_proposal_list(op, slots);
   return slots;
+}
+
+Tensor slot_images(int64_t images, int64_t per_image, const TensorOptions& options) {
+  return shared_arange(images, options).unsqueeze(1).expand({images, per_image}).reshape({images * per_image});
 }
 
 PaddedProposals pad_proposals(const std::vector<Tensor>& proposals) {

@@ -36,9 +36,14 @@ PaddedProposals pad_proposals(const std::vector<Tensor>& proposals);
 void check_proposal_list(const char* op, const std::vector<Tensor>& proposals);
 
 // The same for a table: boxes defined and (N, P, d) with N >= 1 (`layout` names the columns in the message),
-// counts int64 (N) on the boxes' device. Returns image n's P slots, boxes[n] as views: the per-image list
+// counts int64 (N) on the boxes' device. Returns image n's P slots, boxes[n] as detached views: the per-image list
 // that the shape, dtype and device checks of the entry points taking a table (the RoI heads' sampling, training
 // and inference) go on with.
 std::vector<Tensor> checked_slots(const char* op, const PaddedProposals& proposals, int64_t d, const char* layout);
+
+// (N P) with value n on image n's P slots, the table's rows flattened image by image: the image index of every
+// slot, in `options`' dtype and device. Made from the process's shared arange (ops/elementwise/shared_scalar.h),
+// so after the first call for a batch size it costs one small kernel and no upload.
+Tensor slot_images(int64_t images, int64_t per_image, const TensorOptions& options);
 
 }  // namespace minidet::models

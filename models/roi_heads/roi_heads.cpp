@@ -47,9 +47,9 @@ std::map<std::string, Tensor> RoIHeads::forward_train(const Tensor& features, co
   const auto scope = open_scope();
   const char* op = "RoIHeads::forward_train";
   // Constants of the second stage, as in torchvision: no loss moves a proposal.
-  const PaddedProposals detached{proposals.boxes.defined() ? proposals.boxes.detach() : Tensor(), proposals.counts};
   const std::vector<Tensor> slots =
-      checked_slots(op, detached, box_dim(options_.box_type), box_layout(options_.box_type));
+      checked_slots(op, proposals, box_dim(options_.box_type), box_layout(options_.box_type));
+  const PaddedProposals detached{proposals.boxes.detach(), proposals.counts};
   detail::check_features(op, features, options_.in_channels, slots);
   detail::check_targets_shapes(op, slots, gt_boxes, gt_labels);
   if (options_.check_targets) check_roi_targets(gt_boxes, gt_labels, options_.num_classes);  // 1 sync on CUDA
@@ -76,13 +76,12 @@ std::vector<Detections> RoIHeads::forward_infer(const Tensor& features, const Pa
       checked_slots(op, proposals, box_dim(options_.box_type), box_layout(options_.box_type));
   detail::check_features(op, features, options_.in_channels, slots);
   NoGradGuard no_grad;
-  // rois: every slot of every image with the image's index in front (N P rows, the index column in one copy).
-  // The slots past an image's count are scored too and dropped by postprocess_detections.
+  // rois: every slot of every image with the image's index in front (N P rows). The slots past an image's count
+  // are scored too and dropped by postprocess_detections.
   const int64_t images = proposals.boxes.size(0), per_image = proposals.boxes.size(1);
-  const Tensor index =
-      image_of_rows(std::vector<int64_t>(static_cast<size_t>(images), per_image), proposals.boxes.options());
-  const Tensor rois =
-      cat({index.unsqueeze(1), proposals.boxes.detach().reshape({images * per_image, proposals.boxes.size(2)})}, 1);
+  const Tensor rois = cat({slot_images(images, per_image, proposals.boxes.options()).unsqueeze(1),
+                           proposals.boxes.detach().reshape({images * per_image, proposals.boxes.size(2)})},
+                          1);
   return postprocess_detections(forward_box_head(features, rois), proposals, image_sizes, options_);
 }
 

@@ -68,11 +68,11 @@
 // - inference: the number of detections depends on the data, so the end cannot avoid the host.
 //   device-to-host 4: roi_align's check (unless check_proposal_values is off), the count of candidates above
 //   the threshold (nonzero), NMS's kept count, and one copy of the kept rows, from which the host picks each
-//   image's best (at most a few thousand rows). Host-to-device 4 before them (the rois' image indices, the
-//   class ids, the slot positions, the candidates' image indices) and 2 after them, when nothing is queued
-//   any more: every image's boxes and scores in one copy, every label in another (each image's tensors are
-//   views into them). None of these counts, and no launch, grows with the number of images: every slot of
-//   the padded table is scored, and the slots past an image's count are dropped with the candidates.
+//   image's best (at most a few thousand rows). Host-to-device 2, after them, when nothing is queued any
+//   more: every image's boxes and scores in one copy, every label in another (each image's tensors are views
+//   into them); the image indices, class ids and slot positions come from shared aranges (uploaded once per
+//   batch size, ops/elementwise/shared_scalar.h). None of these counts, and no launch, grows with the number of images:
+//   every slot of the padded table is scored, and the slots past an image's count are dropped with the candidates.
 #pragma once
 
 #include <array>

@@ -25,6 +25,7 @@
 #include "ops/common/checks.h"
 #include "ops/elementwise/binary.h"
 #include "ops/elementwise/compare.h"
+#include "ops/elementwise/shared_scalar.h"
 #include "ops/indexing/nonzero.h"
 #include "ops/indexing/where.h"
 #include "ops/shape/shape.h"
@@ -117,11 +118,13 @@ std::vector<Detections> postprocess_detections(const BoxHeadOutput& head, const 
   // Drop the background column (class 0): (K, C, D) boxes, (K, C) scores and groups.
   const Tensor boxes = slice(all_boxes, 1, 1, classes);
   const Tensor scores = slice(softmax(head.class_logits.detach(), 1), 1, 1, classes);
-  const Tensor class_ids = arange(1.0, static_cast<double>(classes), 1.0, index_options);
-  const Tensor image_of_roi = image_of_rows(rois_per_image, index_options);
-  const Tensor group = add(mul(image_of_roi.unsqueeze(1), static_cast<double>(classes)), class_ids.unsqueeze(0));
+  // The indices below come from the process's shared aranges: no upload once a batch size has been seen.
+  const Tensor class_ids = shared_arange(classes, index_options).narrow(0, 1, num_classes);
+  const Tensor group =
+      add(mul(slot_images(images, per_image, index_options).unsqueeze(1), static_cast<double>(classes)),
+          class_ids.unsqueeze(0));
   // A slot holds a proposal when it is below its image's count (the counts stay on the device): (K, 1).
-  const Tensor slot = arange(static_cast<double>(per_image), index_options).unsqueeze(0);  // (1, P)
+  const Tensor slot = shared_arange(per_image, index_options).unsqueeze(0);  // (1, P)
   const Tensor proposal = lt(slot, proposals.counts.unsqueeze(1)).reshape({rois, 1});
 
   // Candidates: above the score threshold and not small (remove_small_boxes' rule: both sides >= min_size).

@@ -102,7 +102,7 @@ TEST_CASE("values/box_type: bounding boxes of rotated boxes, and matching anchor
   CHECK(target[2] == doctest::Approx(std::log(40.0 / side)));
 }
 
-TEST_CASE("values/box_type: several images' rows, each clipped to its own image, and each row's image") {
+TEST_CASE("values/box_type: several images' rows, each clipped to its own image") {
   // Four images of two sizes in the runs A A B A, with 2, 0, 3 and 1 rows: every row must come out as
   // clip_to_image with its own image's size, the empty image included.
   Generator g(5);
@@ -126,21 +126,14 @@ TEST_CASE("values/box_type: several images' rows, each clipped to its own image,
   // Rotated boxes are never clipped.
   const Tensor rotated = cat({boxes, zeros({6, 1}, kFloat64)}, 1);
   CHECK(test::allclose(models::clip_to_images(BoxType::kRotated, rotated, sizes, rows), rotated, 0, 0));
-
-  CHECK(models::image_of_rows(rows, TensorOptions(kInt64)).to_vector<int64_t>() ==
-        std::vector<int64_t>{0, 0, 2, 2, 2, 3});
-  CHECK(models::image_of_rows(rows, TensorOptions(kFloat32)).dtype() == kFloat32);
-  CHECK(models::image_of_rows({}, TensorOptions(kInt64)).sizes() == Shape{0});
 }
 
-TEST_CASE("errors/box_type: clip_to_images and image_of_rows name what does not add up") {
+TEST_CASE("errors/box_type: clip_to_images names what does not add up") {
   const Tensor boxes = zeros({3, 4}, kFloat64);
   CHECK_THROWS_CONTAINING(models::clip_to_images(BoxType::kAxisAligned, boxes, {{5, 5}}, {1, 2}),
                           "clip_to_images: expected one image size per image (2), got 1");
   CHECK_THROWS_CONTAINING(models::clip_to_images(BoxType::kAxisAligned, boxes, {{5, 5}, {6, 6}}, {1, 1}),
                           "clip_to_images: expected 2 rows (the images' rows summed), got boxes of shape (3, 4)");
-  CHECK_THROWS_CONTAINING(models::image_of_rows({2, -1}, TensorOptions(kInt64)),
-                          "image_of_rows: image 1 has a negative row count -1");
 }
 
 TEST_CASE("errors/box_type: widths other than 4 and 5 are named") {

@@ -54,6 +54,20 @@ TEST_CASE("values/padded_proposals: pad_proposals lays per-image proposals out a
   CHECK(sampled_rois == values(listed.rois));  // 6 rows of image 0 (4 proposals, 2 objects), 2 of image 1
 }
 
+TEST_CASE("values/padded_proposals: slot_images gives every slot its image's index") {
+  CHECK(models::slot_images(3, 2, TensorOptions(kInt64)).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 0, 1, 1, 2, 2});
+  const Tensor as_float = models::slot_images(2, 3, TensorOptions(kFloat32));
+  CHECK(as_float.dtype() == kFloat32);
+  CHECK(as_float.to_vector<float>() == std::vector<float>{0, 0, 0, 1, 1, 1});
+  CHECK(models::slot_images(2, 0, TensorOptions(kInt64)).sizes() == Shape{0});
+  // A shared arange underneath: the result is a fresh tensor, which may be written.
+  Tensor mine = models::slot_images(3, 2, TensorOptions(kInt64));
+  mine.fill_(7);
+  CHECK(models::slot_images(3, 2, TensorOptions(kInt64)).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 0, 1, 1, 2, 2});
+}
+
 TEST_CASE("errors/padded_proposals: pad_proposals names what is wrong") {
   CHECK_THROWS_CONTAINING(models::pad_proposals({}),
                           "pad_proposals: expected one proposals tensor per image, got none");
