@@ -121,6 +121,8 @@ int multiprocessor_count() { return cached_attribute(cudaDevAttrMultiProcessorCo
 
 int max_shared_memory_per_block() { return cached_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin); }
 
+int64_t l2_cache_bytes() { return cached_attribute(cudaDevAttrL2CacheSize); }
+
 DeviceGuard::DeviceGuard(const Device& device) {
   MINIDET_CHECK(device.is_cuda(), "DeviceGuard: expected a CUDA device, got ", device);
   MINIDET_CHECK(device.index >= 0 && device.index < device_count(), "DeviceGuard: ", device,

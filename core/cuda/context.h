@@ -11,6 +11,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "core/device.h"
 
 namespace minidet::cuda {
@@ -38,6 +40,8 @@ int multiprocessor_count();
 // Hopper. A kernel that needs more than the default 48 KB must first raise its
 // cudaFuncAttributeMaxDynamicSharedMemorySize to what it launches with.
 int max_shared_memory_per_block();
+// The current device's L2 cache (cached), in bytes: 50 MB on an H100 or H200.
+int64_t l2_cache_bytes();
 
 // Makes `device` current for a scope and restores the previous device afterwards.
 class DeviceGuard {

@@ -35,9 +35,13 @@
 // coordinates, integer batch indices in [0, N); output size >= 1; spatial_scale finite and > 0.
 // check_roi_values = false skips the check of the rows' values and with it the op's one host
 // synchronisation on CUDA, as RoIAlignOptions::check_roi_values does: only for rows the caller built and
-// vouches for; a bad row then reads outside the input, as in torchvision's kernel, which checks nothing.
+// vouches for; a bad row may then read outside the input, as in torchvision's kernel, which checks nothing.
 //
-// CUDA backward: by default one thread per output element with atomicAdd into dx. Under DeterministicMode
+// CUDA forward: when the input is larger than the L2 cache and one (H, W) plane fits a block's shared memory,
+// one block per plane copies it there and scans all its image's bins in it (the bins of overlapping RoIs read
+// each pixel many times); otherwise one thread per output element reading global memory.
+// CUDA backward: the same plane blocks add into a shared copy of dx's plane; otherwise, by default, one
+// thread per output element with atomicAdd into dx. Under DeterministicMode
 // a gather instead gives each tile of dx (and 32 channels) one warp that visits only the RoIs and bins
 // meeting the tile, in order k, then (p, q), adding the bins whose argmax falls in the tile: the CPU's order,
 // no atomics, identical bits every run (roi_pool_deterministic_cuda.cu).

@@ -1,15 +1,21 @@
 // CUDA RoIPool kernels, same bins and tie rule as the CPU (roi_pool_kernels.h).
-//   forward:               one thread per output element (k, c, p, q) scans its bin, in 32-bit index
-//                          arithmetic when the tensors allow. Two other layouts were slower: a channel-last
-//                          forward, one warp per bin as RoIAlign's (a max over a bin reads each pixel once
-//                          per bin, and this order's neighbouring bins share cache lines), and one warp per
-//                          RoI row of bins reading whole rows of the plane, coalesced, into column maxima
-//                          (the per-warp set-up and the merge of each bin's columns cost more than the
-//                          scattered reads they save).
-//   backward (default):    one thread per output element atomically adds dy at its argmax in dx (NCHW,
-//                          zeroed first). Consecutive threads are neighbouring bins of one plane, so their
-//                          reads are coalesced and their atomics land near each other.
+//   forward (plane):       when the input is larger than the L2 cache and one (H, W) plane fits a block's
+//                          shared memory: a block per plane (image n, channel c) copies it there once, then
+//                          lists its image's RoIs and scans each of their bins there, a thread per bin. A
+//                          max over a bin reads every pixel of the bin, and a detector's RoIs overlap, so
+//                          together the bins read each pixel many times; once the input outgrows L2, the
+//                          per-bin kernel's reads come from DRAM again and again, the plane's only once.
+//   forward (per bin):     otherwise one thread per output element (k, c, p, q) scans its bin in global
+//                          memory, in 32-bit index arithmetic when the tensors allow. Consecutive threads are
+//                          neighbouring bins of one plane, and an input within L2 serves their reads.
+//   backward (plane):      the plane blocks add each bin's dy at its argmax into a shared copy of dx's plane
+//                          with shared-memory atomics and write the plane whole (no zero fill).
+//   backward (per bin):    otherwise one thread per output element atomically adds dy at its argmax in dx
+//                          (NCHW, zeroed first).
 //   backward (determin.):  roi_pool_deterministic_cuda.cu.
+// Measured against each other (docs/benchmarks.md): the plane kernels win on a (2, 256, 200, 272) input of
+// 111 MB and lose on inputs of 1 and 2 MB; the same scheme for RoIAlign lost to its channel-last kernels,
+// whose bilinear samples each serve 32 channels at one location.
 #include <algorithm>
 
 #include "core/cuda/check.h"
@@ -20,6 +26,8 @@
 
 namespace minidet::ops::detail {
 namespace {
+
+// ---- the per-bin kernels -----------------------------------------------------------------------------------
 
 template <typename T, typename Index>
 __global__ void forward_kernel(Index n, const T* input, const T* rois, T* output, int64_t* argmax,
@@ -49,6 +57,120 @@ __global__ void backward_atomic_kernel(Index n, const T* grad_output, const T* r
   }
 }
 
+// ---- the plane kernels -------------------------------------------------------------------------------------
+//
+// Block (c, n) of grid (C, N) owns plane (n, c). It lists its image's RoIs in pieces of kPiece rows, working
+// through one piece's bins before it lists the next.
+constexpr int kPiece = 1024;
+
+// Shared memory: the plane, then one piece's list of RoIs.
+template <typename T>
+struct PlaneScratch {
+  T* plane;
+  int* list;
+  __device__ PlaneScratch(unsigned char* shared, int plane_size)
+      : plane(reinterpret_cast<T*>(shared)), list(reinterpret_cast<int*>(plane + plane_size)) {}
+};
+template <typename T>
+size_t plane_bytes(const RoIPoolGeometry& g) {
+  return size_t(g.height * g.width) * sizeof(T) + kPiece * sizeof(int);
+}
+// The dynamic shared memory a plane kernel may have: one block's cap less room for the kernel's static words
+// (a block's static and dynamic shared memory count against one cap).
+inline size_t plane_bytes_cap() { return size_t(cuda::max_shared_memory_per_block()) - 64; }
+
+// Lists, in shared memory, the rows [first, first + kPiece) whose batch index is this block's image, in any
+// order (each bin is one thread's whatever the order), and returns their number. A row whose batch index
+// names no image (possible only with the value check off) is listed by image 0's blocks as ~k, so that its
+// bins are written as empty rather than left unset.
+template <typename T>
+__device__ int list_rois(const T* rois, int64_t num_rois, int64_t images, int64_t first, int* list, int* length) {
+  const int64_t image = blockIdx.y;
+  __syncthreads();  // every thread is done with the previous piece's list
+  if (threadIdx.x == 0) *length = 0;
+  __syncthreads();
+  const int64_t last = first + kPiece < num_rois ? first + kPiece : num_rois;
+  for (int64_t k = first + threadIdx.x; k < last; k += blockDim.x) {
+    const T batch = rois[k * 5];
+    const bool valid = batch > T(-1) && batch < T(images);  // false for NaN; truncated as the per-bin kernel
+    if (valid ? static_cast<int64_t>(batch) == image : image == 0)
+      list[atomicAdd(length, 1)] = valid ? int(k) : ~int(k);
+  }
+  __syncthreads();
+  return *length;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(1024)
+    forward_plane_kernel(const T* input, const T* rois, T* output, int64_t* argmax, RoIPoolGeometry g, int64_t images) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  __shared__ int length;
+  const int plane_size = int(g.height * g.width), bins = int(g.pooled_height * g.pooled_width);
+  const int pooled_w = int(g.pooled_width);
+  const int64_t c = blockIdx.x, image = blockIdx.y;
+  const PlaneScratch<T> scratch(shared, plane_size);
+  const T* source = input + (image * g.channels + c) * plane_size;
+  for (int i = threadIdx.x; i < plane_size; i += blockDim.x) scratch.plane[i] = source[i];
+  for (int64_t first = 0; first < g.num_rois; first += kPiece) {
+    const int listed = list_rois(rois, g.num_rois, images, first, scratch.list, &length);
+    for (int item = threadIdx.x; item < listed * bins; item += blockDim.x) {
+      const int entry = scratch.list[item / bins], b = item % bins;
+      const int64_t k = entry < 0 ? ~entry : entry, e = (k * g.channels + c) * bins + b;
+      // A row naming no image: its bins are empty (0, argmax -1).
+      const RoIPoolBin bin = entry < 0 ? RoIPoolBin() : roi_pool_bin(rois + k * 5, g, b / pooled_w, b % pooled_w);
+      roi_pool_bin_max<T, int>(scratch.plane, int(g.width), bin, &output[e], &argmax[e]);
+    }
+  }
+}
+
+// Each bin adds its dy at its argmax into a shared copy of dx's plane (n, c), which is then written whole.
+template <typename T>
+__global__ void __launch_bounds__(1024)
+    backward_plane_kernel(const T* grad_output, const int64_t* argmax, const T* rois, T* grad_input, RoIPoolGeometry g,
+                          int64_t images) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  __shared__ int length;
+  const int plane_size = int(g.height * g.width), bins = int(g.pooled_height * g.pooled_width);
+  const int64_t c = blockIdx.x, image = blockIdx.y;
+  const PlaneScratch<T> scratch(shared, plane_size);
+  for (int i = threadIdx.x; i < plane_size; i += blockDim.x) scratch.plane[i] = T(0);
+  for (int64_t first = 0; first < g.num_rois; first += kPiece) {
+    const int listed = list_rois(rois, g.num_rois, images, first, scratch.list, &length);
+    for (int item = threadIdx.x; item < listed * bins; item += blockDim.x) {
+      const int entry = scratch.list[item / bins];
+      if (entry < 0) continue;  // a row naming no image: its bins are empty
+      const int64_t e = (int64_t(entry) * g.channels + c) * bins + item % bins;
+      const int64_t source = argmax[e];
+      if (source >= 0) atomicAdd(&scratch.plane[source], grad_output[e]);
+    }
+  }
+  __syncthreads();
+  T* target = grad_input + (image * g.channels + c) * plane_size;
+  for (int i = threadIdx.x; i < plane_size; i += blockDim.x) target[i] = scratch.plane[i];
+}
+
+// Whether the plane kernels take this shape: an input larger than the L2 cache (smaller ones stay in L2 for
+// the per-bin kernels' repeated reads, which then cost less than a block's copy of its plane), a plane and
+// one piece's list within plane_bytes_cap, and a grid and 32-bit counts that hold it.
+template <typename T>
+bool plane_kernels_take(const RoIPoolGeometry& g, int64_t images) {
+  const int64_t input_bytes = images * g.channels * g.height * g.width * int64_t(sizeof(T));
+  return input_bytes > cuda::l2_cache_bytes() && plane_bytes<T>(g) <= plane_bytes_cap() && images <= 65535 &&
+         g.channels <= INT32_MAX && g.num_rois < INT32_MAX && g.pooled_height * g.pooled_width * kPiece < INT32_MAX;
+}
+
+// Grid (C, N) of 1,024 threads: a block's plane leaves room for only one or two blocks per multiprocessor.
+// Past the default 48 KB of dynamic shared memory a kernel must opt in: always to plane_bytes_cap, so that no
+// launch in flight on another host thread is undercut.
+template <typename T, typename Kernel, typename... Args>
+void launch_plane(Kernel* kernel, const RoIPoolGeometry& g, int64_t images, Args... args) {
+  const size_t bytes = plane_bytes<T>(g);
+  if (bytes > size_t(48) << 10)
+    MINIDET_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plane_bytes_cap())));
+  kernel<<<dim3(unsigned(g.channels), unsigned(images)), 1024, bytes, cuda::current_stream()>>>(args..., g, images);
+}
+
 }  // namespace
 
 void roi_pool_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor& output, const Tensor& argmax,
@@ -57,6 +179,13 @@ void roi_pool_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor
   const int64_t n = output.numel();
   if (n == 0) return;
   MINIDET_DISPATCH_FLOATING(input.dtype(), "roi_pool", [&] {
+    const int64_t images = input.size(0);
+    if (plane_kernels_take<scalar_t>(g, images)) {
+      launch_plane<scalar_t>(forward_plane_kernel<scalar_t>, g, images, input.data<scalar_t>(), rois.data<scalar_t>(),
+                             output.data<scalar_t>(), argmax.data<int64_t>());
+      MINIDET_CUDA_LAUNCH_CHECK("roi_pool forward_plane_kernel");
+      return;
+    }
     // 32-bit index arithmetic when both the outputs and the input's offsets fit (n >= K * 5 as PH, PW, C >= 1).
     roi_nhwc::with_index(std::max(n, input.numel()), [&](auto index) {
       using Index = decltype(index);
@@ -73,6 +202,13 @@ void roi_pool_backward_cuda(const Tensor& grad_output, const Tensor& rois, const
   cuda::DeviceGuard guard(grad_input.device());
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_pool", [&] {
     using T = scalar_t;
+    const int64_t images = grad_input.size(0);
+    if (plane_kernels_take<T>(g, images)) {
+      launch_plane<T>(backward_plane_kernel<T>, g, images, grad_output.data<T>(), argmax.data<int64_t>(),
+                      rois.data<T>(), grad_input.data<T>());
+      MINIDET_CUDA_LAUNCH_CHECK("roi_pool backward_plane_kernel");
+      return;
+    }
     grad_input.zero_();
     const int64_t n = grad_output.numel();
     roi_nhwc::with_index(n, [&](auto index) {

@@ -12,6 +12,7 @@
 #include "ops/elementwise/binary.h"
 #include "ops/reduction/reduction.h"
 #include "ops/roi_pool/roi_pool.h"
+#include "ops/shape/cat.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -354,6 +355,33 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: deterministic backward on a detector-size
     CHECK(first[2].to_vector<double>() == cpu[2].to_vector<double>());
     CHECK(sum(first[2]).item<double>() != 0.0);
   }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: an input larger than the L2 cache takes the plane kernels") {
+  // 160 MB of input (more than any current GPU's L2) in planes of 200 x 250 that fit a block's shared memory:
+  // roi_pool_cuda.cu's plane kernels. 1,100 small RoIs over two images (two pieces of the RoI list per
+  // block), a few large ones that reach or cross the map's edges, and, with the value check off, a row whose
+  // batch index names no image: its bins must come out empty (0, argmax -1) and send nothing back.
+  Generator g(90);
+  const Shape shape = {2, 400, 200, 250};
+  const Tensor x = randn(shape, kFloat32, &g);
+  const Tensor small = random_rois(1100, 2, 20, 25, 91).to(kFloat32);
+  const Tensor large = from_vector<float>({0, 0, 0, 249, 199, 1, 100, 50, 290, 260, 1, -30, 120, 60, 240}, {3, 5});
+  const Tensor rois = cat({small, large}, 0);
+  const int64_t k = rois.size(0);
+  const Tensor upstream = randn({k + 1, shape[1], 3, 3}, kFloat32, &g);
+  const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream.slice(0, 0, k), {3, 3}, 1.0, false);
+  const Tensor stray = from_vector<float>({7, 0, 0, 10, 10}, {1, 5});
+  const Tensor x_gpu = x.cuda().requires_grad_();
+  const RoIPoolResult r = roi_pool_with_argmax(x_gpu, cat({rois, stray}, 0).cuda(), {3, 3}, 1.0, false);
+  r.output.backward(upstream.cuda());
+  const Tensor output = r.output.detach().cpu(), argmax = r.argmax.cpu();
+  CHECK(output.slice(0, 0, k).to_vector<float>() == cpu[0].to_vector<float>());
+  CHECK(argmax.slice(0, 0, k).to_vector<int64_t>() == cpu[1].to_vector<int64_t>());
+  CHECK(output.slice(0, k, k + 1).to_vector<float>() == std::vector<float>(shape[1] * 9, 0.0f));
+  CHECK(argmax.slice(0, k, k + 1).to_vector<int64_t>() == std::vector<int64_t>(shape[1] * 9, -1));
+  // The shared-memory atomics add in any order: equal up to float32 rounding.
+  CHECK(minidet::test::allclose(x_gpu.grad().cpu(), cpu[2], 1e-5, 1e-5));
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: K and N equal to 0 and bad rois on the device") {
