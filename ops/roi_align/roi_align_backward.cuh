@@ -11,7 +11,8 @@
 //                           copy of that map, adds its RoIs' samples there, and merges the copy into the
 //                           gradient with one global atomic per touched element: the "privatised histogram"
 //                           (each block counts into its own copy, then the copies are summed).
-//   backward_atomic_kernel  otherwise (large maps): each sample's adds go straight to global memory.
+//   backward_atomic_kernel  otherwise (large maps): each sample's adds go straight to global memory; in
+//                           float32 on Hopper, average mode, four channels per 16-byte vector atomic.
 //
 // Why the map pays. Global atomics to one address are serialised in L2. With a detector's defaults, 8 images
 // of 128 sampled RoIs, 7x7 bins of 2x2 samples on a 16 x 16 map, every gradient element receives
@@ -27,6 +28,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
@@ -229,6 +231,48 @@ __global__ void __launch_bounds__(kMapWarps* kLanes, sizeof(T) == 4 ? 2 : 1)
 //
 // Work items as in the forward (roi_align_nhwc.cuh's WorkSplit): (RoI, bin, slab, lane), each thread a bin's
 // samples for its 8 channels, one global atomicAdd per sample, neighbour and channel.
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The average's adds of one work item in float32 on Hopper (compute capability 9.0 has atomicAdd on float4),
+// for C a multiple of 4: the lane takes the same slab's 8 channels as the scalar loop, but as two runs of
+// four (channels 4 l to 4 l + 3 of each half of the slab), so each neighbour gets two 16-byte vector atomics
+// instead of eight scalar ones: fewer atomic requests for L2 to serve, the same sums.
+template <typename Sampler, typename Roi, typename Index>
+__device__ void add_avg_bin_float4(const float* grad_output, const Sampler& sampler, const Roi& roi,
+                                   const WorkItem<Index>& e, float* grad_nhwc, const PoolShape& shape) {
+  constexpr int64_t kHalf = kChannelsPerSlab / 2;
+  const int64_t lane = e.c0 % kLanes, first = e.c0 - lane + 4 * lane;
+  const int64_t bins = shape.bins(), out0 = (int64_t(e.k) * shape.channels + first) * bins + e.bin;
+  const float divisor = sampler.divisor(roi);
+  float4 share[2];
+  bool has[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    has[h] = first + kHalf * h < shape.channels;
+    const float* dy = grad_output + out0 + kHalf * h * bins;
+    share[h] = has[h] ? make_float4(dy[0] / divisor, dy[bins] / divisor, dy[2 * bins] / divisor, dy[3 * bins] / divisor)
+                      : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  float* image = grad_nhwc + roi.batch * shape.height * shape.width * shape.channels + first;
+  for (int64_t iy = 0; iy < roi.grid_h; ++iy) {
+    for (int64_t ix = 0; ix < roi.grid_w; ++ix) {
+      const BilinearSample<float> w = sampler.sample(roi, e.p, e.q, iy, ix);
+      if (!w.inside) continue;
+      for (int corner = 0; corner < 4; ++corner) {
+        const float wc = w.weight[corner];
+        if (wc == 0.f) continue;
+        float* pixel = image + w.offset[corner] * shape.channels;
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          if (has[h])
+            atomicAdd(reinterpret_cast<float4*>(pixel + kHalf * h),
+                      make_float4(share[h].x * wc, share[h].y * wc, share[h].z * wc, share[h].w * wc));
+      }
+    }
+  }
+}
+#endif
+
 template <typename T, typename Index, bool kMax, typename Sampler>
 __global__ void backward_atomic_kernel(Index n, const T* grad_output, Sampler sampler, const int64_t* argmax,
                                        T* grad_nhwc, PoolShape shape) {
@@ -253,6 +297,14 @@ __global__ void backward_atomic_kernel(Index n, const T* grad_output, Sampler sa
             atomicAdd(dst + w.offset[corner] * shape.channels + kLanes * j, grad_output[out] * w.weight[corner]);
       }
     } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      if constexpr (std::is_same_v<T, float>) {
+        if (shape.channels % 4 == 0) {
+          add_avg_bin_float4(grad_output, sampler, roi, e, grad_nhwc, shape);
+          continue;
+        }
+      }
+#endif
       // avg: every sample hands gradient / count to its four neighbours, for each of the thread's channels.
       T share[kChannelsPerLane];
 #pragma unroll
