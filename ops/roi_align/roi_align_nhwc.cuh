@@ -27,7 +27,9 @@
 // Zero-weight neighbours are skipped (a sample on a pixel line, the duplicated border neighbours).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
@@ -204,18 +206,17 @@ __global__ void forward_kernel(Index n, const T* input_nhwc, Sampler sampler, T*
   }
 }
 
-// The average forward with its writes staged, for maps of at most kStagedChannels channels (the detector's
-// features have 128). The output is (K, C, bins), bins fastest, so the warp above, whose lanes are 32
-// channels of one bin, writes 32 values bins apart: 32 partial 32-byte sectors per store, one sector written
-// for every two read with 2x2 samples per bin (each sample reads four 128-byte lines). Here
+// The average forward with its writes staged, for maps of at most 256 channels (the detector's features have
+// 128, the large benchmark map 256). The output is (K, C, bins), bins fastest, so the warp above, whose lanes
+// are 32 channels of one bin, writes 32 values bins apart: 32 partial 32-byte sectors per store, one sector
+// written for every two read with 2x2 samples per bin (each sample reads four 128-byte lines). Here
 // a block takes one RoI, all its C channels: its warps take the bins in turn (lane l, the channels l + 32 j,
-// as above), write the averages into shared memory, and the block then copies RoI k's (C, bins) block of
-// the output, which is contiguous, with coalesced stores. Each bin's sum is the one above, term for term.
-// The launcher sends only C <= kStagedChannels here (see forward below for why).
-constexpr int64_t kStagedChannels = 128;
-constexpr int kStagedPerLane = int(kStagedChannels / kLanes);
+// j < kPerLane, as above), write the averages into shared memory, and the block then copies RoI k's
+// (C, bins) block of the output, which is contiguous, with coalesced stores. Each bin's sum is the one above,
+// term for term. kPerLane is 4 (C <= 128) or 8 (C <= 256); the launcher sends only those here.
+constexpr size_t kStagedBytesCap = size_t(64) << 10;
 
-template <typename T, typename Index, typename Sampler>
+template <typename T, typename Index, int kPerLane, typename Sampler>
 __global__ void forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampler sampler, T* output,
                                           PoolShape shape) {
   extern __shared__ unsigned char staged_bytes[];
@@ -227,18 +228,17 @@ __global__ void forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampl
     const T* features = input_nhwc + roi.batch * shape.height * shape.width * shape.channels + lane;
     for (int64_t bin = warp; bin < bins; bin += warps) {
       const int64_t p = bin / shape.pooled_w, q = bin - p * shape.pooled_w;
-      T result[kStagedPerLane];
+      T result[kPerLane];
 #pragma unroll
-      for (int j = 0; j < kStagedPerLane; ++j) result[j] = T(0);
+      for (int j = 0; j < kPerLane; ++j) result[j] = T(0);
       for (int64_t iy = 0; iy < roi.grid_h; ++iy) {
         for (int64_t ix = 0; ix < roi.grid_w; ++ix) {
           const BilinearSample<T> w = sampler.sample(roi, p, q, iy, ix);
-          for_each_sample_value<kStagedPerLane>(features, w, shape.channels, lane,
-                                                [&](int j, T v) { result[j] += v; });
+          for_each_sample_value<kPerLane>(features, w, shape.channels, lane, [&](int j, T v) { result[j] += v; });
         }
       }
 #pragma unroll
-      for (int j = 0; j < kStagedPerLane; ++j)
+      for (int j = 0; j < kPerLane; ++j)
         if (lane + kLanes * j < shape.channels)
           staged[(lane + kLanes * j) * bins + bin] = result[j] / sampler.divisor(roi);
     }
@@ -251,29 +251,45 @@ __global__ void forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampl
 
 // ---- launchers: call them inside MINIDET_DISPATCH_FLOATING with T = scalar_t ---------------------------------
 
-// output (K, C, ph, pw), and argmax like it when kMax, from input (N, C, H, W); all contiguous.
+// output (K, C, ph, pw), and argmax like it when kMax, from input (N, C, H, W); all contiguous. The staged
+// average takes up to staged_channels channels, 128 or 256 (see below).
 template <typename T, bool kMax, typename Sampler>
 void forward(const Tensor& input, const Sampler& sampler, const Tensor& output, const Tensor& argmax,
-             const char* kernel_name) {
+             const char* kernel_name, int64_t staged_channels = 4 * kLanes) {
   const PoolShape shape = pool_shape(input, output);
   const int64_t n = output.size(0) * shape.bins() * channel_slabs(shape.channels) * kLanes;  // work items
   if (n == 0) return;
   Tensor input_nhwc = empty({input.size(0), shape.height, shape.width, shape.channels}, input.options());
   transpose(input.data<T>(), input_nhwc.data<T>(), input.size(0), shape.channels, shape.height * shape.width);
-  // The staged average (one block per RoI) when its buffer of kStagedChannels channels holds every channel
-  // and fits the default 48 KB of shared memory (7x7 bins: 25 KB in float32). The kernel has no channel
-  // tiles, so it needs C <= kStagedChannels. Tiling wider maps would locate every sample once per tile: on a
-  // 256-channel map that cost about what the coalesced writes saved (roi_align), or more (roi_align_rotated,
-  // whose samples are turned by the box's angle; docs/benchmarks.md), so the warp-per-bin kernel keeps those.
-  const size_t staged_bytes = size_t(kStagedChannels * shape.bins()) * sizeof(T);
-  if (!kMax && shape.channels <= kStagedChannels && staged_bytes <= size_t(48) << 10) {
+  // The staged average (one block per RoI) when its buffer, 128 or 256 channels by the bins, holds every
+  // channel and fits kStagedBytesCap (7x7 bins of 256 channels: 49 KB in float32, past the default 48 KB, so
+  // the kernel opts in). The kernel has no channel tiles. At 8 channels per lane (C over 128) it keeps fewer
+  // warps in flight than the warp-per-bin kernel: roi_align's forward on a 256-channel map gained from the
+  // coalesced writes, roi_align_rotated's, whose samples are turned by the box's angle and cost more to
+  // locate, took almost twice as long (docs/benchmarks.md); so the caller says how many channels it stages.
+  // Wider maps keep the warp-per-bin kernel: tiling them would locate every sample once per tile, which on
+  // a 256-channel map cost about what the coalesced writes saved.
+  const int staged_per_lane = shape.channels <= 4 * kLanes ? 4 : 8;
+  const size_t staged_bytes = size_t(staged_per_lane * kLanes * shape.bins()) * sizeof(T);
+  if (!kMax && shape.channels <= std::min<int64_t>(staged_channels, 8 * kLanes) && staged_bytes <= kStagedBytesCap) {
     const int64_t rois = output.size(0);
-    with_index(rois, [&](auto index) {
-      using Index = decltype(index);
-      forward_avg_staged_kernel<T, Index, Sampler>
-          <<<cuda::blocks_for(rois, 1), cuda::kThreadsPerBlock, staged_bytes, cuda::current_stream()>>>(
-              Index(rois), input_nhwc.data<T>(), sampler, output.data<T>(), shape);
-    });
+    auto launch = [&](auto per_lane) {
+      with_index(rois, [&](auto index) {
+        using Index = decltype(index);
+        auto* kernel = forward_avg_staged_kernel<T, Index, decltype(per_lane)::value, Sampler>;
+        // Past the default 48 KB a kernel must opt in: always to the cap, never to this launch's size, so
+        // that no launch in flight on another host thread is undercut.
+        if (staged_bytes > size_t(48) << 10)
+          MINIDET_CUDA_CHECK(
+              cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStagedBytesCap)));
+        kernel<<<cuda::blocks_for(rois, 1), cuda::kThreadsPerBlock, staged_bytes, cuda::current_stream()>>>(
+            Index(rois), input_nhwc.data<T>(), sampler, output.data<T>(), shape);
+      });
+    };
+    if (staged_per_lane == 4)
+      launch(std::integral_constant<int, 4>());
+    else
+      launch(std::integral_constant<int, 8>());
     MINIDET_CUDA_LAUNCH_CHECK(kernel_name);
     return;
   }
