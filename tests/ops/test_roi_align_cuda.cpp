@@ -32,51 +32,27 @@ struct CudaCase {
   RoIAlignOptions options;
 };
 
+// clang-format off (one row per case)
 std::vector<CudaCase> cuda_cases() {
   using M = RoiPoolMode;
   return {
-      {"avg aligned fixed sampling",
-       {2, 8, 12, 13},
-       9,
-       0.5,
-       RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5)},
+      {"avg aligned fixed sampling", {2, 8, 12, 13}, 9, 0.5, RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5)},
       {"avg legacy adaptive", {2, 5, 11, 9}, 7, 1.0, RoIAlignOptions().set_output_size(3, 4).set_aligned(false)},
-      {"max aligned fixed",
-       {2, 8, 12, 13},
-       9,
-       0.5,
+      {"max aligned fixed", {2, 8, 12, 13}, 9, 0.5,
        RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5).set_pool_mode(M::Max)},
-      {"max legacy adaptive",
-       {3, 6, 10, 10},
-       11,
-       1.0,
+      {"max legacy adaptive", {3, 6, 10, 10}, 11, 1.0,
        RoIAlignOptions().set_output_size(2).set_aligned(false).set_pool_mode(M::Max)},
-      {"40 channels across warps",
-       {2, 40, 25, 34},
-       50,
-       0.25,
+      {"40 channels across warps", {2, 40, 25, 34}, 50, 0.25,
        RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.25)},
       // Wider and denser shapes: 300 channels (ten slabs of 32, the last cut short), more than 32 samples per
       // bin, and the 128 channels of the detector's box head.
-      {"avg, 5x3 bins of 3x3 samples, 300 channels (two slabs)",
-       {2, 300, 9, 11},
-       13,
-       1.0,
+      {"avg, 5x3 bins of 3x3 samples, 300 channels (two slabs)", {2, 300, 9, 11}, 13, 1.0,
        RoIAlignOptions().set_output_size(5, 3).set_sampling_ratio(3)},
-      {"avg, 128 channels, as in the detector",
-       {2, 128, 16, 16},
-       40,
-       0.25,
+      {"avg, 128 channels, as in the detector", {2, 128, 16, 16}, 40, 0.25,
        RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.25)},
-      {"max, 7x7 bins of 6x6 samples",
-       {2, 9, 14, 12},
-       10,
-       0.5,
+      {"max, 7x7 bins of 6x6 samples", {2, 9, 14, 12}, 10, 0.5,
        RoIAlignOptions().set_sampling_ratio(6).set_spatial_scale(0.5).set_pool_mode(M::Max)},
-      {"avg, 7x7 bins of 6x6 samples",
-       {1, 33, 14, 12},
-       10,
-       0.5,
+      {"avg, 7x7 bins of 6x6 samples", {1, 33, 14, 12}, 10, 0.5,
        RoIAlignOptions().set_sampling_ratio(6).set_spatial_scale(0.5)},
       // The average of at most 7x7 bins on a small map takes the separable kernels (roi_align_separable.cuh):
       // in float32 every avg shape above, in float64 the two of 5 and 300 channels and the 40 x 40 map below;
@@ -85,44 +61,23 @@ std::vector<CudaCase> cuda_cases() {
       // to 128 channels, 8 up to 256) and the warp-per-bin one (more channels, or a float64 stage too large),
       // backward_map_kernel's 1, 2 and 4 channels per lane (max mode, 8x9 bins, and float64 maps), and the
       // global-atomic backward where no map fits (in float32 with float4 atomics, C being a multiple of 4).
-      {"avg, 3x3 bins on a 40 x 40 map: the separable backward without a map",
-       {1, 6, 40, 40},
-       12,
-       0.5,
+      {"avg, 3x3 bins on a 40 x 40 map: the separable backward without a map", {1, 6, 40, 40}, 12, 0.5,
        RoIAlignOptions().set_output_size(3).set_sampling_ratio(2).set_spatial_scale(0.5)},
-      {"avg, 8x9 bins (past the separable kernels' 7x7)",
-       {2, 40, 14, 13},
-       9,
-       0.5,
+      {"avg, 8x9 bins (past the separable kernels' 7x7)", {2, 40, 14, 13}, 9, 0.5,
        RoIAlignOptions().set_output_size(8, 9).set_sampling_ratio(2).set_spatial_scale(0.5)},
-      {"avg, 8x3 bins, 300 channels: the warp-per-bin forward",
-       {2, 300, 9, 11},
-       13,
-       1.0,
+      {"avg, 8x3 bins, 300 channels: the warp-per-bin forward", {2, 300, 9, 11}, 13, 1.0,
        RoIAlignOptions().set_output_size(8, 3).set_sampling_ratio(2)},
-      {"max, 300 channels: the shared-memory backward's 4 channels per lane",
-       {2, 300, 9, 11},
-       13,
-       1.0,
+      {"max, 300 channels: the shared-memory backward's 4 channels per lane", {2, 300, 9, 11}, 13, 1.0,
        RoIAlignOptions().set_output_size(5, 3).set_sampling_ratio(3).set_pool_mode(M::Max)},
       {"avg, 200 channels on a 40 x 150 map: the staged forward with 8 channels per lane, a partial slab of "
-       "vector atomics",
-       {1, 200, 40, 150},
-       10,
-       0.5,
+       "vector atomics", {1, 200, 40, 150}, 10, 0.5, RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5)},
+      {"avg, a map too large for shared memory (the global-atomic backward)", {2, 20, 90, 100}, 30, 0.5,
        RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5)},
-      {"avg, a map too large for shared memory (the global-atomic backward)",
-       {2, 20, 90, 100},
-       30,
-       0.5,
-       RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5)},
-      {"max, a map too large for shared memory",
-       {1, 6, 90, 100},
-       20,
-       0.5,
+      {"max, a map too large for shared memory", {1, 6, 90, 100}, 20, 0.5,
        RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.5).set_pool_mode(M::Max)},
   };
 }
+// clang-format on
 
 struct Results {
   Tensor output, grad_input, grad_boxes;
