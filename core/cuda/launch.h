@@ -9,7 +9,13 @@
 //   }
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <cstddef>
 #include <cstdint>
+
+#include "core/cuda/check.h"
+#include "core/cuda/context.h"
 
 namespace minidet::cuda {
 
@@ -22,6 +28,19 @@ inline unsigned blocks_for(int64_t n, int threads = kThreadsPerBlock) {
   if (blocks < 1) blocks = 1;
   if (blocks > kMaxBlocks) blocks = kMaxBlocks;
   return static_cast<unsigned>(blocks);
+}
+
+// A kernel may take more than the default 48 KB of dynamic shared memory only once it opts in. It opts in
+// to all it can have (the device's per-block limit less its own static shared memory), never to one
+// launch's size: the setting belongs to the kernel, shared by every host thread, and a smaller value set by
+// one thread could undercut another thread's launch in flight. Callers check that `bytes` fits.
+template <typename Kernel>
+void opt_in_to_shared_memory(Kernel* kernel, size_t bytes) {
+  if (bytes <= size_t(48) << 10) return;
+  cudaFuncAttributes attributes;
+  MINIDET_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  MINIDET_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          max_shared_memory_per_block() - int(attributes.sharedSizeBytes)));
 }
 
 }  // namespace minidet::cuda

@@ -351,9 +351,7 @@ Tensor nms_cuda_typed(const char* op, const NmsArgs& args) {
 void nms_bitmask::launch_nms_reduce(const Pass& pass, int64_t blocks, const Word* mask,
                                     const unsigned char* tile_nonzero) {
   const size_t removed_bytes = static_cast<size_t>(blocks) * sizeof(Word);
-  if (removed_bytes > 48 * 1024)  // past the default dynamic shared memory: opt in (up to 227 KB on Hopper)
-    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(nms_reduce_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(removed_bytes)));
+  cuda::opt_in_to_shared_memory(nms_reduce_kernel, removed_bytes);  // up to 227 KB on Hopper
   nms_reduce_kernel<<<static_cast<unsigned>(pass.segments), kReduceWarps * 32, removed_bytes,
                       cuda::current_stream()>>>(pass.length, static_cast<int>(blocks), mask, tile_nonzero, pass.order,
                                                 pass.bad_flags, pass.bad_flag_count, pass.keep, pass.keep_mask,

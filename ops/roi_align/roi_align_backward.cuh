@@ -363,14 +363,6 @@ inline MapChunks map_chunks(int64_t rois, int64_t slabs, int64_t min_per_block =
   return {per_block, slabs * ((rois + per_block - 1) / per_block)};
 }
 
-// Past the default 48 KB of dynamic shared memory a kernel must opt in. Always to the cap, never to this
-// launch's size: a smaller value set by one host thread could undercut another's launch in flight.
-template <typename Kernel>
-void opt_in_to_map_cap(Kernel* kernel, size_t bytes) {
-  if (bytes > size_t(48) << 10)
-    MINIDET_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(map_bytes_cap())));
-}
-
 template <typename T, int kPerLane, bool kMax, typename Sampler>
 void launch_backward_map(const Tensor& grad_output, const Sampler& sampler, const int64_t* argmax, T* grad_nhwc,
                          const PoolShape& shape) {
@@ -379,7 +371,7 @@ void launch_backward_map(const Tensor& grad_output, const Sampler& sampler, cons
   const MapChunks chunks = map_chunks(rois, (shape.channels + layout.slab - 1) / layout.slab);
   const size_t bytes = layout.bytes<T>();
   auto* kernel = backward_map_kernel<T, kPerLane, kMax, Sampler>;
-  opt_in_to_map_cap(kernel, bytes);
+  cuda::opt_in_to_shared_memory(kernel, bytes);
   kernel<<<unsigned(chunks.blocks), kMapWarps * kLanes, bytes, cuda::current_stream()>>>(
       rois, chunks.per_block, grad_output.data<T>(), sampler, argmax, grad_nhwc, shape, layout);
 }

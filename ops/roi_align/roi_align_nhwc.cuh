@@ -277,11 +277,7 @@ void forward(const Tensor& input, const Sampler& sampler, const Tensor& output, 
       with_index(rois, [&](auto index) {
         using Index = decltype(index);
         auto* kernel = forward_avg_staged_kernel<T, Index, decltype(per_lane)::value, Sampler>;
-        // Past the default 48 KB a kernel must opt in: always to the cap, never to this launch's size, so
-        // that no launch in flight on another host thread is undercut.
-        if (staged_bytes > size_t(48) << 10)
-          MINIDET_CUDA_CHECK(
-              cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStagedBytesCap)));
+        cuda::opt_in_to_shared_memory(kernel, staged_bytes);
         kernel<<<cuda::blocks_for(rois, 1), cuda::kThreadsPerBlock, staged_bytes, cuda::current_stream()>>>(
             Index(rois), input_nhwc.data<T>(), sampler, output.data<T>(), shape);
       });

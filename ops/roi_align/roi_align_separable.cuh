@@ -408,7 +408,7 @@ void backward(const Tensor& grad_output, const Tensor& rois, const RoiAlignGeome
     // over two images can still leave warps idle).
     const roi_nhwc::MapChunks chunks = roi_nhwc::map_chunks(g.rois, slabs, kSharedMapWarps);
     const size_t bytes = s.bytes<T>();
-    roi_nhwc::opt_in_to_map_cap(backward_separable_kernel<T>, bytes);
+    cuda::opt_in_to_shared_memory(backward_separable_kernel<T>, bytes);
     backward_separable_kernel<T><<<unsigned(chunks.blocks), kSharedMapWarps * kLanes, bytes, cuda::current_stream()>>>(
         chunks.per_block, grad_output.data<T>(), rois.data<T>(), g, grad_nhwc.data<T>(), s,
         roi_nhwc::MapLayout(roi_nhwc::PoolShape{g.channels, g.height, g.width, g.pooled_h, g.pooled_w}, 1));
