@@ -39,7 +39,7 @@
 //
 // CUDA forward: when the input is larger than the L2 cache and one (H, W) plane fits a block's shared memory,
 // one block per plane copies it there and scans all its image's bins in it (the bins of overlapping RoIs read
-// each pixel many times); otherwise one thread per output element reading global memory.
+// each pixel many times); otherwise one thread per bin and four channels, reading global memory.
 // CUDA backward: the same plane blocks add into a shared copy of dx's plane; otherwise, by default, one
 // thread per output element with atomicAdd into dx. Under DeterministicMode
 // a gather instead gives each tile of dx (and 32 channels) one warp that visits only the RoIs and bins

@@ -5,9 +5,10 @@
 //                          max over a bin reads every pixel of the bin, and a detector's RoIs overlap, so
 //                          together the bins read each pixel many times; once the input outgrows L2, the
 //                          per-bin kernel's reads come from DRAM again and again, the plane's only once.
-//   forward (per bin):     otherwise one thread per output element (k, c, p, q) scans its bin in global
-//                          memory, in 32-bit index arithmetic when the tensors allow. Consecutive threads are
-//                          neighbouring bins of one plane, and an input within L2 serves their reads.
+//   forward (per bin):     otherwise one thread per bin (k, p, q) and group of channels finds the bin's
+//                          extents once and scans the bin in each of its channels in global memory, in 32-bit
+//                          index arithmetic when the tensors allow. Consecutive threads are neighbouring bins,
+//                          and an input within L2 serves their reads.
 //   backward (plane):      the plane blocks add each bin's dy at its argmax into a shared copy of dx's plane
 //                          with shared-memory atomics and write the plane whole (no zero fill).
 //   backward (per bin):    otherwise one thread per output element atomically adds dy at its argmax in dx
@@ -29,18 +30,30 @@ namespace {
 
 // ---- the per-bin kernels -----------------------------------------------------------------------------------
 
+// A bin's extents (two divisions, four fused multiply-adds with floor or ceil, and their clipping) are the
+// same in every channel, so a thread of the per-bin forward finds them once and scans that bin in
+// kBinChannels neighbouring channels. The forward was issue-bound with a thread per output element; four
+// channels a thread took it from 0.063 to 0.043 ms on 64 channels of 32 x 32, and eight were within a tenth
+// of four either way (docs/benchmarks.md). Thread t is bin t % bins of channel group (t / bins) % groups
+// of RoI t / (bins * groups): a warp's lanes are neighbouring bins, and each channel's stores are contiguous.
+constexpr int kBinChannels = 4;
+
 template <typename T, typename Index>
 __global__ void forward_kernel(Index n, const T* input, const T* rois, T* output, int64_t* argmax,
                                RoIPoolGeometry g) {
-  const Index pooled_w = Index(g.pooled_width), pooled_h = Index(g.pooled_height), channels = Index(g.channels);
+  const Index pooled_w = Index(g.pooled_width), bins = Index(g.pooled_height) * pooled_w;
+  const Index channels = Index(g.channels), groups = (channels + kBinChannels - 1) / kBinChannels;
   const Index plane_size = Index(g.height * g.width);
-  for (Index e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += Index(blockDim.x) * gridDim.x) {
-    const Index q = e % pooled_w, bin_row = e / pooled_w, p = bin_row % pooled_h, plane = bin_row / pooled_h;
-    const Index c = plane % channels, k = plane / channels;
+  for (Index t = blockIdx.x * blockDim.x + threadIdx.x; t < n; t += Index(blockDim.x) * gridDim.x) {
+    const Index b = t % bins, roi_group = t / bins, group = roi_group % groups, k = roi_group / groups;
     const T* roi = rois + k * 5;
     const Index batch = static_cast<Index>(roi[0]);
-    roi_pool_bin_max(input + (batch * channels + c) * plane_size, Index(g.width), roi_pool_bin(roi, g, p, q),
-                     &output[e], &argmax[e]);
+    const RoIPoolBin bin = roi_pool_bin(roi, g, b / pooled_w, b % pooled_w);
+    const Index first = group * kBinChannels, last = min(channels, first + kBinChannels);
+    for (Index c = first; c < last; ++c) {
+      const Index e = (k * channels + c) * bins + b;
+      roi_pool_bin_max(input + (batch * channels + c) * plane_size, Index(g.width), bin, &output[e], &argmax[e]);
+    }
   }
 }
 
@@ -160,14 +173,10 @@ bool plane_kernels_take(const RoIPoolGeometry& g, int64_t images) {
 }
 
 // Grid (C, N) of 1,024 threads: a block's plane leaves room for only one or two blocks per multiprocessor.
-// Past the default 48 KB of dynamic shared memory a kernel must opt in: always to plane_bytes_cap, so that no
-// launch in flight on another host thread is undercut.
 template <typename T, typename Kernel, typename... Args>
 void launch_plane(Kernel* kernel, const RoIPoolGeometry& g, int64_t images, Args... args) {
   const size_t bytes = plane_bytes<T>(g);
-  if (bytes > size_t(48) << 10)
-    MINIDET_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plane_bytes_cap())));
+  cuda::opt_in_to_shared_memory(kernel, bytes);
   kernel<<<dim3(unsigned(g.channels), unsigned(images)), 1024, bytes, cuda::current_stream()>>>(args..., g, images);
 }
 
@@ -186,11 +195,14 @@ void roi_pool_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor
       MINIDET_CUDA_LAUNCH_CHECK("roi_pool forward_plane_kernel");
       return;
     }
+    const int64_t groups = (g.channels + kBinChannels - 1) / kBinChannels;
+    const int64_t threads = g.num_rois * groups * g.pooled_height * g.pooled_width;
     // 32-bit index arithmetic when both the outputs and the input's offsets fit (n >= K * 5 as PH, PW, C >= 1).
     roi_nhwc::with_index(std::max(n, input.numel()), [&](auto index) {
       using Index = decltype(index);
-      forward_kernel<scalar_t, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-          Index(n), input.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(), argmax.data<int64_t>(), g);
+      forward_kernel<scalar_t, Index><<<cuda::blocks_for(threads), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+          Index(threads), input.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(),
+          argmax.data<int64_t>(), g);
     });
     MINIDET_CUDA_LAUNCH_CHECK("roi_pool forward_kernel");
   });

@@ -1,5 +1,6 @@
 // roi_pool: hand-computed bins, argmax and gradient routing; the empty-bin, tie and NaN rules; float64
 // gradient checks; CUDA parity (forward, argmax, gradient) and deterministic bits; every bad input.
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -382,6 +383,41 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: an input larger than the L2 cache takes t
   CHECK(argmax.slice(0, k, k + 1).to_vector<int64_t>() == std::vector<int64_t>(shape[1] * 9, -1));
   // The shared-memory atomics add in any order: equal up to float32 rounding.
   CHECK(minidet::test::allclose(x_gpu.grad().cpu(), cpu[2], 1e-5, 1e-5));
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the plane kernels pick the CPU's pixel on ties and NaN at any bin size") {
+  // Inputs larger than L2 in planes that fit a block's shared memory (roi_pool_cuda.cu's plane kernels), in
+  // float32 and float64, with values from {0, 1, 2} and a NaN every 997 pixels: most bins hold several
+  // maxima, and the first in row-major order must win, as on the CPU. RoIs up to 0.8 of the map, partly off
+  // it, and inverted; output sizes from 3 to 40 bins a row, so bins from under a pixel to over 100 wide.
+  struct Case {
+    DType dtype;
+    Shape shape;
+    std::array<int64_t, 2> output;
+    int64_t rois;
+  };
+  const Case cases[] = {{kFloat32, {2, 400, 200, 250}, {7, 7}, 300},
+                        {kFloat64, {2, 400, 120, 200}, {4, 3}, 200},
+                        {kFloat32, {1, 1000, 150, 150}, {2, 40}, 100}};
+  uint64_t seed = 100;
+  for (const Case& c : cases) {
+    CAPTURE(c.dtype);
+    CAPTURE(c.output[1]);
+    Generator g(seed++);
+    std::vector<double> values = randint(0, 3, c.shape, kInt64, &g).to(kFloat64).to_vector<double>();
+    for (size_t i = 0; i < values.size(); i += 997) values[i] = std::nan("");
+    const Tensor x = from_vector<double>(values, c.shape).to(c.dtype);
+    const Tensor rois = random_rois(c.rois, c.shape[0], double(c.shape[2]), double(c.shape[3]), seed++).to(c.dtype);
+    const Tensor upstream = randn({c.rois, c.shape[1], c.output[0], c.output[1]}, c.dtype, &g);
+    const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream, c.output, 1.0, false);
+    const std::vector<Tensor> gpu = pool_and_backward(x, rois, upstream, c.output, 1.0, true);
+    CHECK(gpu[1].to_vector<int64_t>() == cpu[1].to_vector<int64_t>());
+    const std::vector<double> a = gpu[0].to_vector<double>(), b = cpu[0].to_vector<double>();
+    bool same = a.size() == b.size();
+    for (size_t i = 0; same && i < a.size(); ++i) same = (a[i] == b[i]) || (std::isnan(a[i]) && std::isnan(b[i]));
+    CHECK(same);
+    CHECK(minidet::test::allclose(gpu[2], cpu[2], 1e-5, 1e-5));
+  }
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: K and N equal to 0 and bad rois on the device") {
