@@ -40,14 +40,18 @@
 
 namespace minidet::ops::detail::roi_nhwc {
 
-constexpr int kTile = 32;  // transpose tile: kTile x kTile values through shared memory, kTile x 8 threads
+constexpr int kTile = 32;     // transpose tile: kTile x kTile values through shared memory,
+constexpr int kTileRows = 8;  // by kTile x kTileRows threads, kTile / kTileRows values each
+constexpr int kTransposeThreads = kTile * kTileRows;
 
 // out[b, s, r] = in[b, r, s] for (B, R, S) -> (B, S, R). Reads and writes are both coalesced: a warp reads
 // a row of the tile and writes a column of it, through shared memory (+1 column against bank conflicts).
+// Each thread's kTile / kTileRows loads are unrolled, so they are all in flight before the first store to
+// shared memory (a copy spends nothing but memory and instructions, and waits on its loads otherwise).
 // Indices are of type I: 32-bit whenever B R S fits, which leaves the kernel fewer instructions per element
-// than 64-bit products (it copies, so instructions and memory are all it spends).
+// than 64-bit products.
 template <typename T, typename I>
-__global__ void transpose_kernel(const T* in, T* out, I batch, I rows, I cols) {
+__global__ void __launch_bounds__(kTransposeThreads) transpose_kernel(const T* in, T* out, I batch, I rows, I cols) {
   __shared__ T tile[kTile][kTile + 1];
   const I col_tiles = (cols + kTile - 1) / kTile, row_tiles = (rows + kTile - 1) / kTile;
   const I tiles = batch * row_tiles * col_tiles;
@@ -56,12 +60,16 @@ __global__ void transpose_kernel(const T* in, T* out, I batch, I rows, I cols) {
     const I r0 = (t / col_tiles) % row_tiles * kTile, c0 = t % col_tiles * kTile;
     const T* src = in + b * rows * cols;
     T* dst = out + b * rows * cols;
-    for (I i = threadIdx.y; i < kTile; i += blockDim.y) {
+#pragma unroll
+    for (int j = 0; j < kTile / kTileRows; ++j) {
+      const int i = threadIdx.y + j * kTileRows;
       const I r = r0 + i, c = c0 + threadIdx.x;
       if (r < rows && c < cols) tile[i][threadIdx.x] = src[r * cols + c];
     }
     __syncthreads();
-    for (I i = threadIdx.y; i < kTile; i += blockDim.y) {
+#pragma unroll
+    for (int j = 0; j < kTile / kTileRows; ++j) {
+      const int i = threadIdx.y + j * kTileRows;
       const I c = c0 + i, r = r0 + threadIdx.x;
       if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][i];
     }
@@ -73,7 +81,7 @@ template <typename T>
 void transpose(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols) {
   const int64_t tiles = batch * ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
   if (tiles == 0) return;
-  const dim3 grid(unsigned(cuda::blocks_for(tiles, 1))), block(kTile, 8);
+  const dim3 grid(unsigned(cuda::blocks_for(tiles, 1))), block(kTile, kTileRows);
   // 32-bit when every index fits, the padded tiles' included.
   const int64_t padded = batch * ((rows + kTile - 1) / kTile * kTile) * ((cols + kTile - 1) / kTile * kTile);
   if (padded < (int64_t(1) << 31))
