@@ -37,8 +37,8 @@ int current_device();
 // Number of multiprocessors of the current device (cached), for sizing grids.
 int multiprocessor_count();
 // The most dynamic shared memory one block of the current device can opt into (cached), in bytes: 227 KB on
-// Hopper. A kernel that needs more than the default 48 KB must first raise its
-// cudaFuncAttributeMaxDynamicSharedMemorySize to what it launches with.
+// Hopper. A kernel that needs more than the default 48 KB must first opt in (cuda::opt_in_to_shared_memory,
+// core/cuda/launch.h).
 int max_shared_memory_per_block();
 // The current device's L2 cache (cached), in bytes: 50 MB on an H100 or H200.
 int64_t l2_cache_bytes();

@@ -386,7 +386,7 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: an input larger than the L2 cache takes t
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the plane kernels pick the CPU's pixel on ties and NaN at any bin size") {
-  // Inputs of 90 to 160 MB, larger than the L2 of the GPUs this was written on (50 and 60 MB), in planes that
+  // Inputs of 90 to 160 MB, larger than the 50 MB L2 of the GPUs this was written on (H100, H200), in planes that
   // fit a block's shared memory: roi_pool_cuda.cu's plane kernels (a GPU with a larger L2 checks its per-bin
   // kernels instead). float32 and float64, values from {0, 1, 2} and a NaN every 997 pixels: most bins hold
   // several maxima, and the first in row-major order must win, as on the CPU. RoIs up to 0.8 of the map,
