@@ -13,6 +13,11 @@
 // would otherwise look as if it had been used. --json (both forms) ends with the same JSON line of the
 // headline numbers (scores_json), so a script reads either form the same way.
 //
+// On a GPU the backbone's and the RPN head's forward passes replay as CUDA graphs (engine/cuda_graphs.h), as
+// in the training run's own evaluations, unless the run's config turned schedule.cuda_graphs off: the same
+// kernels on the same values, launched at once for every batch of a shape already seen twice. (`minidet
+// detect` keeps eager calls: each image there is its own shape, which a graph would first warm up twice.)
+//
 // What would fail late fails first, in one line: an --out that cannot be written, and a --batch whose forward
 // pass cannot fit in this machine's memory (inference_memory.h; batches are padded to their largest image).
 #include <algorithm>
@@ -22,9 +27,10 @@
 #include "core/error.h"
 #include "data/coco/coco_format.h"
 #include "engine/checkpoints.h"
-#include "examples/minidet/commands.h"
+#include "engine/cuda_graphs.h"
 #include "engine/datasets.h"
 #include "engine/evaluation.h"
+#include "examples/minidet/commands.h"
 #include "examples/minidet/inference_memory.h"
 
 namespace minidet::cli {
@@ -109,6 +115,8 @@ int run_checkpoint(const EvalArgs& args) {
   MINIDET_CHECK(folder.empty() || fs::is_directory(folder), "--out ", results, ": no folder ", folder.string());
   const int64_t batch = args.batch > 0 ? args.batch : checkpoint.config.schedule.batch;
   check_batches_fit(model->config().backbone, device, *val, batch);
+  std::unique_ptr<engine::CudaGraphs> graphs;
+  if (device.is_cuda() && checkpoint.config.schedule.cuda_graphs) graphs = std::make_unique<engine::CudaGraphs>(*model);
   const std::vector<data::Detection> detections = predict(*model, *val, batch);
   const Scores scores = score(*val, detections);
   data::write_coco_results(detections, results);
