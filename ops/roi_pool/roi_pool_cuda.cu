@@ -24,6 +24,7 @@
 #include "core/cuda/launch.h"
 #include "ops/roi_align/roi_align_nhwc.cuh"  // with_index
 #include "ops/roi_pool/roi_pool_kernels.h"
+#include "ops/roi_pool/roi_pool_plane.cuh"
 
 namespace minidet::ops::detail {
 namespace {
@@ -72,9 +73,9 @@ __global__ void backward_atomic_kernel(Index n, const T* grad_output, const T* r
 
 // ---- the plane kernels -------------------------------------------------------------------------------------
 //
-// Block (c, n) of grid (C, N) owns plane (n, c). It lists its image's RoIs in pieces of kPiece rows, working
-// through one piece's bins before it lists the next.
-constexpr int kPiece = 1024;
+// Block (c, n) of grid (C, N) owns plane (n, c). It lists its image's RoIs in pieces (roi_pool_plane.cuh),
+// working through one piece's bins before it lists the next.
+using roi_plane::kPiece;
 
 // Shared memory: the plane, then one piece's list of RoIs.
 template <typename T>
@@ -88,36 +89,11 @@ template <typename T>
 size_t plane_bytes(const RoIPoolGeometry& g) {
   return size_t(g.height * g.width) * sizeof(T) + kPiece * sizeof(int);
 }
-// The dynamic shared memory a plane kernel may have: one block's cap less room for the kernel's static words
-// (a block's static and dynamic shared memory count against one cap).
-inline size_t plane_bytes_cap() { return size_t(cuda::max_shared_memory_per_block()) - 64; }
-
-// Lists, in shared memory, the rows [first, first + kPiece) whose batch index is this block's image, in any
-// order (each bin is one thread's whatever the order), and returns their number. A row whose batch index
-// names no image (possible only with the value check off) is listed by image 0's blocks as ~k, so that its
-// bins are written as empty rather than left unset.
-template <typename T>
-__device__ int list_rois(const T* rois, int64_t num_rois, int64_t images, int64_t first, int* list, int* length) {
-  const int64_t image = blockIdx.y;
-  __syncthreads();  // every thread is done with the previous piece's list
-  if (threadIdx.x == 0) *length = 0;
-  __syncthreads();
-  const int64_t last = first + kPiece < num_rois ? first + kPiece : num_rois;
-  for (int64_t k = first + threadIdx.x; k < last; k += blockDim.x) {
-    const T batch = rois[k * 5];
-    const bool valid = batch > T(-1) && batch < T(images);  // false for NaN; truncated as the per-bin kernel
-    if (valid ? static_cast<int64_t>(batch) == image : image == 0)
-      list[atomicAdd(length, 1)] = valid ? int(k) : ~int(k);
-  }
-  __syncthreads();
-  return *length;
-}
 
 template <typename T>
 __global__ void __launch_bounds__(1024)
     forward_plane_kernel(const T* input, const T* rois, T* output, int64_t* argmax, RoIPoolGeometry g, int64_t images) {
   extern __shared__ __align__(16) unsigned char shared[];
-  __shared__ int length;
   const int plane_size = int(g.height * g.width), bins = int(g.pooled_height * g.pooled_width);
   const int pooled_w = int(g.pooled_width);
   const int64_t c = blockIdx.x, image = blockIdx.y;
@@ -125,7 +101,7 @@ __global__ void __launch_bounds__(1024)
   const T* source = input + (image * g.channels + c) * plane_size;
   for (int i = threadIdx.x; i < plane_size; i += blockDim.x) scratch.plane[i] = source[i];
   for (int64_t first = 0; first < g.num_rois; first += kPiece) {
-    const int listed = list_rois(rois, g.num_rois, images, first, scratch.list, &length);
+    const int listed = roi_plane::list_rois(rois, g.num_rois, images, first, scratch.list);
     for (int item = threadIdx.x; item < listed * bins; item += blockDim.x) {
       const int entry = scratch.list[item / bins], b = item % bins;
       const int64_t k = entry < 0 ? ~entry : entry, e = (k * g.channels + c) * bins + b;
@@ -142,13 +118,12 @@ __global__ void __launch_bounds__(1024)
     backward_plane_kernel(const T* grad_output, const int64_t* argmax, const T* rois, T* grad_input, RoIPoolGeometry g,
                           int64_t images) {
   extern __shared__ __align__(16) unsigned char shared[];
-  __shared__ int length;
   const int plane_size = int(g.height * g.width), bins = int(g.pooled_height * g.pooled_width);
   const int64_t c = blockIdx.x, image = blockIdx.y;
   const PlaneScratch<T> scratch(shared, plane_size);
   for (int i = threadIdx.x; i < plane_size; i += blockDim.x) scratch.plane[i] = T(0);
   for (int64_t first = 0; first < g.num_rois; first += kPiece) {
-    const int listed = list_rois(rois, g.num_rois, images, first, scratch.list, &length);
+    const int listed = roi_plane::list_rois(rois, g.num_rois, images, first, scratch.list);
     for (int item = threadIdx.x; item < listed * bins; item += blockDim.x) {
       const int entry = scratch.list[item / bins];
       if (entry < 0) continue;  // a row naming no image: its bins are empty
@@ -168,8 +143,9 @@ __global__ void __launch_bounds__(1024)
 template <typename T>
 bool plane_kernels_take(const RoIPoolGeometry& g, int64_t images) {
   const int64_t input_bytes = images * g.channels * g.height * g.width * int64_t(sizeof(T));
-  return input_bytes > cuda::l2_cache_bytes() && plane_bytes<T>(g) <= plane_bytes_cap() && images <= 65535 &&
-         g.channels <= INT32_MAX && g.num_rois < INT32_MAX && g.pooled_height * g.pooled_width * kPiece < INT32_MAX;
+  return input_bytes > cuda::l2_cache_bytes() && plane_bytes<T>(g) <= roi_plane::dynamic_bytes_cap() &&
+         images <= 65535 && g.channels <= INT32_MAX && g.num_rois < INT32_MAX &&
+         g.pooled_height * g.pooled_width * kPiece < INT32_MAX;
 }
 
 // Grid (C, N) of 1,024 threads: a block's plane leaves room for only one or two blocks per multiprocessor.

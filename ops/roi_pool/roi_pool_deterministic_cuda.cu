@@ -1,8 +1,26 @@
 // CUDA RoIPool, the deterministic backward (roi_pool.h; selected by core/deterministic.h): dx written with
-// no atomics, each element's terms added in the CPU's order (roi_pool_cpu.cpp: k, then p, then q), so the
-// bits are the CPU's and the same every run.
+// no floating-point atomics, each element's terms added in the CPU's order (roi_pool_cpu.cpp: k, then p,
+// then q), so the bits are the CPU's and the same every run. Element (n, c, y, x) of dx is the sum of dy over
+// the bins of channel c of image n's RoIs whose argmax is pixel (y, x); the CPU adds them in the order of the
+// bins' flat index e = (k * C + c) * bins + p * pooled_w + q.
 //
-// A gather over tiles of dx, with no atomics and no scratch lists.
+// Sorted buckets, for planes up to about 44 x 44 (a detector's RoI feature maps):
+//   Block (c, n) owns plane (n, c) of dx and keeps its running sums in shared memory. It takes the bins of
+//   channel c of image n's RoIs (listed in k order as in roi_pool_plane.cuh) in chunks, in order, and sorts
+//   each chunk's bins by their argmax pixel with a stable counting sort, each warp taking a quarter of the
+//   chunk in order:
+//   1. load each bin's dy and argmax (coalesced: a RoI's bins are contiguous) and count the bins per
+//      (pixel, warp); a warp's lanes of one pixel are counted by the first of them, so no two threads ever
+//      add to one count and no atomics are needed;
+//   2. an exclusive scan of the counts, pixel by pixel and within a pixel warp by warp, gives each (pixel,
+//      warp) its first slot;
+//   3. each warp places its bins in order, a pixel's lanes in lane order: every pixel's bucket comes out in
+//      bin order with no sort;
+//   4. a thread per pixel adds its bucket's dy to the pixel's sum in that order.
+//   The chunks come in order and each sum goes on from the last chunk's, so every element of dx receives its
+//   terms in the CPU's order, from 0: the CPU's bits. The block then writes its whole plane (no zero fill).
+//
+// A gather over tiles of dx, for larger planes (no scratch lists):
 //   Work item = (image b, tile of tile_h x tile_w pixels, chunk of 32 channels): one warp, lane = channel.
 //   The warp keeps the tile's gradient for its 32 channels in shared memory, walks the RoIs in order
 //   k = 0..K-1 (32 at a time: each lane tests one RoI against the tile, a ballot keeps the hits in k
@@ -20,6 +38,7 @@
 #include "core/factories.h"
 #include "ops/roi_align/roi_align_nhwc.cuh"  // kLanes
 #include "ops/roi_pool/roi_pool_kernels.h"
+#include "ops/roi_pool/roi_pool_plane.cuh"
 
 namespace minidet::ops::detail {
 namespace {
@@ -190,13 +209,182 @@ void backward_gather(const Tensor& grad_output, const Tensor& rois, const Tensor
   MINIDET_CUDA_LAUNCH_CHECK("roi_pool backward_gather_kernel");
 }
 
+// ---- sorted buckets ----------------------------------------------------------------------------------------
+
+// The sorted buckets take a plane when its arrays and a chunk fit kSortedBytes of shared memory (float32:
+// planes up to 1,945 pixels, 44 x 44; float64: 1,450), in blocks of kSortedWarps warps; larger planes take
+// the gather. A chunk holds kSortedChunk bins, kSortedChunk / kSortedWarps for each warp.
+constexpr int kSortedWarps = 4;
+constexpr int kSortedThreads = 32 * kSortedWarps;
+constexpr int kSortedChunk = 1024;
+constexpr int kSortedUnroll = 4;  // a lane's bins whose loads are in flight together
+constexpr size_t kSortedBytes = size_t(54) << 10;
+
+// counts[0, n) becomes its exclusive prefix sum. Warp w scans the w-th of kSortedWarps contiguous segments,
+// 32 neighbouring entries at a time (one conflict-free row of shared memory), after the warps' totals have
+// given each segment its offset.
+__device__ void exclusive_scan(int* counts, int n) {
+  __shared__ int warp_totals[kSortedWarps];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int segment = (n + 32 * kSortedWarps - 1) / (32 * kSortedWarps) * 32;
+  const int lo = min(n, warp * segment), hi = min(n, lo + segment);
+  int total = 0;
+  for (int i = lo + lane; i < hi; i += 32) total += counts[i];
+  for (int d = 16; d > 0; d /= 2) total += __shfl_xor_sync(0xffffffffu, total, d);
+  if (lane == 0) warp_totals[warp] = total;
+  __syncthreads();
+  int carry = 0;
+  for (int w = 0; w < warp; ++w) carry += warp_totals[w];
+  for (int i0 = lo; i0 < hi; i0 += 32) {
+    const int i = i0 + lane, count = i < hi ? counts[i] : 0;
+    int inclusive = count;  // over the lanes up to this one
+    for (int d = 1; d < 32; d *= 2) {
+      const int other = __shfl_up_sync(0xffffffffu, inclusive, d);
+      if (lane >= d) inclusive += other;
+    }
+    if (i < hi) counts[i] = carry + inclusive - count;
+    carry += __shfl_sync(0xffffffffu, inclusive, 31);
+  }
+  __syncthreads();
+}
+
+// Shared memory of block (c, n): the plane's running sums, a count per (pixel, warp), one chunk of bins (their
+// dy, pixel and bucket slot) and one piece's list of RoIs. T arrays first, for their alignment.
+template <typename T>
+struct SortedScratch {
+  T* sums;      // [plane]          dx so far
+  T* value;     // [chunk]          bin j's dy
+  int* slots;   // [plane * warps]  (pixel p, warp w) at p * warps + w: a count, then a first slot, then an end
+  int* pixel;   // [chunk]          bin j's argmax, or -1
+  int* bucket;  // [chunk]          the buckets, back to back, each in bin order
+  int* list;    // [kPiece]
+  __device__ SortedScratch(unsigned char* shared, int plane)
+      : sums(reinterpret_cast<T*>(shared)),
+        value(sums + plane),
+        slots(reinterpret_cast<int*>(value + kSortedChunk)),
+        pixel(slots + plane * kSortedWarps),
+        bucket(pixel + kSortedChunk),
+        list(bucket + kSortedChunk) {}
+  static size_t bytes(int64_t plane) {
+    return size_t(plane + kSortedChunk) * sizeof(T) +
+           size_t(plane * kSortedWarps + 2 * kSortedChunk + roi_plane::kPiece) * sizeof(int);
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kSortedThreads)
+    backward_sorted_kernel(const T* grad_output, const T* rois, const int64_t* argmax, T* grad_input, RoIPoolGeometry g,
+                           int64_t images) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  const int plane_size = int(g.height * g.width), bins = int(g.pooled_height * g.pooled_width);
+  const int64_t c = blockIdx.x, image = blockIdx.y;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int span = kSortedChunk / kSortedWarps;
+  const SortedScratch<T> s(shared, plane_size);
+  const int slot_count = plane_size * kSortedWarps;
+  for (int i = threadIdx.x; i < plane_size; i += blockDim.x) s.sums[i] = T(0);
+  for (int64_t first = 0; first < g.num_rois; first += roi_plane::kPiece) {
+    const int items = roi_plane::list_rois(rois, g.num_rois, images, first, s.list) * bins;
+    for (int base = 0; base < items; base += kSortedChunk) {
+      const int n = min(kSortedChunk, items - base);
+      for (int i = threadIdx.x; i < slot_count; i += blockDim.x) s.slots[i] = 0;
+      __syncthreads();
+      // 1. Load the warp's bins (coalesced: a RoI's bins of channel c are contiguous), kSortedUnroll rounds of
+      //    32 with their loads in flight together, and count them per (pixel, warp). The lanes of one pixel
+      //    are counted by the lowest of them: no two lanes touch one count, so no atomics.
+      const int lo = warp * span, hi = min(n, lo + span);
+      for (int j0 = lo; j0 < hi; j0 += 32 * kSortedUnroll) {
+        int64_t where[kSortedUnroll];
+        T dy[kSortedUnroll];
+#pragma unroll
+        for (int u = 0; u < kSortedUnroll; ++u) {
+          const int j = j0 + 32 * u + lane;
+          const int entry = j < hi ? s.list[(base + j) / bins] : -1;
+          where[u] = -1;
+          dy[u] = T(0);
+          if (entry >= 0) {  // else past the warp's bins, or a row naming no image: its bins are empty
+            const int64_t e = (int64_t(entry) * g.channels + c) * bins + (base + j) % bins;
+            where[u] = argmax[e];
+            dy[u] = grad_output[e];
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kSortedUnroll; ++u) {
+          const int j = j0 + 32 * u + lane;
+          const int p = where[u] >= 0 && where[u] < plane_size ? int(where[u]) : -1;
+          const unsigned group = __match_any_sync(0xffffffffu, p);
+          if (j < hi) {
+            s.pixel[j] = p;
+            s.value[j] = dy[u];
+          }
+          if (p >= 0 && lane == __ffs(group) - 1) s.slots[p * kSortedWarps + warp] += __popc(group);
+          __syncwarp();  // the next round's first lane of a pixel reads this count
+        }
+      }
+      __syncthreads();
+      // 2. Each (pixel, warp)'s first slot: pixels in order, and each pixel's warps in order.
+      exclusive_scan(s.slots, slot_count);
+      // 3. Each bin into its slot, the warp's bins in order: a pixel's bucket holds warp 0's bins of it in bin
+      //    order, then warp 1's, and so on, so every bucket is in bin order without a sort.
+      for (int j0 = lo; j0 < hi; j0 += 32) {
+        const int j = j0 + lane, p = j < hi ? s.pixel[j] : -1;
+        const unsigned group = __match_any_sync(0xffffffffu, p);
+        const int leader = __ffs(group) - 1;
+        int at = 0;
+        if (p >= 0 && lane == leader) {
+          at = s.slots[p * kSortedWarps + warp];
+          s.slots[p * kSortedWarps + warp] = at + __popc(group);
+        }
+        at = __shfl_sync(0xffffffffu, at, leader);
+        if (p >= 0) s.bucket[at + __popc(group & ((1u << lane) - 1))] = j;
+        __syncwarp();  // the next round's first lane of a pixel reads this slot
+      }
+      __syncthreads();
+      // 4. Each pixel's bucket added to its sum in bin order. After step 3 each (pixel, warp) entry holds
+      //    the end of its slots, so pixel p's bucket ends at its last warp's entry and starts at p - 1's.
+      for (int p = threadIdx.x; p < plane_size; p += blockDim.x) {
+        const int start = p > 0 ? s.slots[p * kSortedWarps - 1] : 0, end = s.slots[(p + 1) * kSortedWarps - 1];
+        T sum = s.sums[p];
+        for (int i = start; i < end; ++i) sum += s.value[s.bucket[i]];
+        s.sums[p] = sum;
+      }
+      __syncthreads();  // the next chunk reuses the counts and the buckets
+    }
+  }
+  T* dx = grad_input + (image * g.channels + c) * plane_size;
+  for (int i = threadIdx.x; i < plane_size; i += blockDim.x) dx[i] = s.sums[i];
+}
+
+template <typename T>
+bool sorted_buckets_take(const RoIPoolGeometry& g, int64_t images) {
+  return SortedScratch<T>::bytes(g.height * g.width) <= kSortedBytes && images <= 65535 && g.channels <= INT32_MAX &&
+         g.num_rois < INT32_MAX && g.pooled_height * g.pooled_width * roi_plane::kPiece < INT32_MAX;
+}
+
+template <typename T>
+void backward_sorted(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax, const Tensor& grad_input,
+                     const RoIPoolGeometry& g) {
+  const int64_t images = grad_input.size(0);
+  const size_t bytes = SortedScratch<T>::bytes(g.height * g.width);
+  cuda::opt_in_to_shared_memory(backward_sorted_kernel<T>, bytes);
+  backward_sorted_kernel<T>
+      <<<dim3(unsigned(g.channels), unsigned(images)), kSortedThreads, bytes, cuda::current_stream()>>>(
+          grad_output.data<T>(), rois.data<T>(), argmax.data<int64_t>(), grad_input.data<T>(), g, images);
+  MINIDET_CUDA_LAUNCH_CHECK("roi_pool backward_sorted_kernel");
+}
+
 }  // namespace
 
 void roi_pool_backward_deterministic_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
                                           const Tensor& grad_input, const RoIPoolGeometry& g) {
   cuda::DeviceGuard guard(grad_input.device());
-  MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_pool",
-                            [&] { backward_gather<scalar_t>(grad_output, rois, argmax, grad_input, g); });
+  if (grad_input.numel() == 0) return;
+  MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_pool", [&] {
+    if (sorted_buckets_take<scalar_t>(g, grad_input.size(0)))
+      backward_sorted<scalar_t>(grad_output, rois, argmax, grad_input, g);
+    else
+      backward_gather<scalar_t>(grad_output, rois, argmax, grad_input, g);
+  });
 }
 
 }  // namespace minidet::ops::detail

@@ -358,6 +358,45 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: deterministic backward on a detector-size
   }
 }
 
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: both deterministic backwards equal the CPU bit for bit") {
+  // roi_pool_deterministic_cuda.cu: planes of 40 x 30 take the sorted buckets (several chunks of bins per
+  // plane), 40 x 40 the sorted buckets in float32 (1,100 RoIs on one image: two pieces of the RoI list) and
+  // the gather in float64, whose plane arrays take more shared memory; 150 x 200 the gather.
+  struct Case {
+    Shape shape;
+    int64_t rois;
+  };
+  DeterministicGuard deterministic;
+  uint64_t seed = 110;
+  for (const Case& c : {Case{{3, 5, 40, 30}, 400}, Case{{1, 3, 40, 40}, 1100}, Case{{2, 3, 150, 200}, 300}}) {
+    for (DType dtype : {kFloat32, kFloat64}) {
+      CAPTURE(c.shape[2]);
+      CAPTURE(dtype);
+      Generator g(seed++);
+      const Tensor x = randn(c.shape, dtype, &g);
+      const Tensor rois = random_rois(c.rois, c.shape[0], double(c.shape[2]), double(c.shape[3]), seed++).to(dtype);
+      const Tensor upstream = randn({c.rois, c.shape[1], 7, 7}, dtype, &g);
+      const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream, {7, 7}, 1.0, false);
+      const std::vector<Tensor> first = pool_and_backward(x, rois, upstream, {7, 7}, 1.0, true);
+      const std::vector<Tensor> second = pool_and_backward(x, rois, upstream, {7, 7}, 1.0, true);
+      CHECK(first[2].to_vector<double>() == second[2].to_vector<double>());
+      CHECK(first[2].to_vector<double>() == cpu[2].to_vector<double>());
+    }
+  }
+  // With the value check off, a row whose batch index names no image sends nothing back: on an input larger
+  // than L2 (106 MB) the plane forward leaves its bins empty, and the sorted buckets skip it.
+  Generator g(120);
+  const Shape shape = {2, 13000, 32, 32};
+  const Tensor x = randn(shape, kFloat32, &g);
+  const Tensor rois = random_rois(60, 2, 32, 32, 121).to(kFloat32);
+  const Tensor upstream = randn({61, shape[1], 2, 2}, kFloat32, &g);
+  const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream.slice(0, 0, 60), {2, 2}, 1.0, false);
+  const Tensor stray = from_vector<float>({7, 0, 0, 10, 10}, {1, 5});
+  const Tensor x_gpu = x.cuda().requires_grad_();
+  roi_pool_with_argmax(x_gpu, cat({rois, stray}, 0).cuda(), {2, 2}, 1.0, false).output.backward(upstream.cuda());
+  CHECK(x_gpu.grad().to_vector<float>() == cpu[2].to_vector<float>());
+}
+
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: an input larger than the L2 cache takes the plane kernels") {
   // 160 MB of input (more than any current GPU's L2) in planes of 200 x 250 that fit a block's shared memory:
   // roi_pool_cuda.cu's plane kernels. 1,100 small RoIs over two images (two pieces of the RoI list per
@@ -383,6 +422,12 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: an input larger than the L2 cache takes t
   CHECK(argmax.slice(0, k, k + 1).to_vector<int64_t>() == std::vector<int64_t>(shape[1] * 9, -1));
   // The shared-memory atomics add in any order: equal up to float32 rounding.
   CHECK(minidet::test::allclose(x_gpu.grad().cpu(), cpu[2], 1e-5, 1e-5));
+  // The deterministic backward (here the gather: the planes are too large for the sorted buckets) skips the
+  // stray row too, and adds in the CPU's order.
+  DeterministicGuard deterministic;
+  x_gpu.set_grad(Tensor());
+  roi_pool_with_argmax(x_gpu, cat({rois, stray}, 0).cuda(), {3, 3}, 1.0, false).output.backward(upstream.cuda());
+  CHECK(x_gpu.grad().to_vector<float>() == cpu[2].to_vector<float>());
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the plane kernels pick the CPU's pixel on ties and NaN at any bin size") {
