@@ -220,9 +220,9 @@ constexpr int kSortedChunk = 1024;
 constexpr int kSortedUnroll = 4;  // a lane's bins whose loads are in flight together
 constexpr size_t kSortedBytes = size_t(54) << 10;
 
-// counts[0, n) becomes its exclusive prefix sum. Warp w scans the w-th of kSortedWarps contiguous segments,
-// 32 neighbouring entries at a time (one conflict-free row of shared memory), after the warps' totals have
-// given each segment its offset.
+// counts[0, n) becomes its exclusive prefix sum, in a block of kSortedThreads (exactly kSortedWarps warps).
+// Warp w scans the w-th of kSortedWarps contiguous segments, 32 neighbouring entries at a time (one
+// conflict-free row of shared memory), after the warps' totals have given each segment its offset.
 __device__ void exclusive_scan(int* counts, int n) {
   __shared__ int warp_totals[kSortedWarps];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(kSortedThreads)
 template <typename T>
 bool sorted_buckets_take(const RoIPoolGeometry& g, int64_t images) {
   return SortedScratch<T>::bytes(g.height * g.width) <= kSortedBytes && images <= 65535 && g.channels <= INT32_MAX &&
-         g.num_rois < INT32_MAX && g.pooled_height * g.pooled_width * roi_plane::kPiece < INT32_MAX;
+         g.num_rois < INT32_MAX && g.pooled_height * g.pooled_width * roi_plane::kPiece + kSortedChunk < INT32_MAX;
 }
 
 template <typename T>
