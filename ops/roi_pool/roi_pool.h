@@ -41,10 +41,11 @@
 // one block per plane copies it there and scans all its image's bins in it (the bins of overlapping RoIs read
 // each pixel many times); otherwise one thread per bin and four channels, reading global memory.
 // CUDA backward: the same plane blocks add into a shared copy of dx's plane; otherwise, by default, one
-// thread per output element with atomicAdd into dx. Under DeterministicMode
-// a gather instead gives each tile of dx (and 32 channels) one warp that visits only the RoIs and bins
-// meeting the tile, in order k, then (p, q), adding the bins whose argmax falls in the tile: the CPU's order,
-// no atomics, identical bits every run (roi_pool_deterministic_cuda.cu).
+// thread per output element with atomicAdd into dx. Under DeterministicMode every element of dx gets its
+// terms in the CPU's order, k, then (p, q), with no float atomics: identical bits every run, the CPU's
+// (roi_pool_deterministic_cuda.cu). On planes up to about 44 x 44 a block per plane sorts its bins by argmax
+// pixel (a stable counting sort) and adds each pixel's in order; on larger ones a gather gives each tile of
+// dx (and 32 channels) one warp that visits only the RoIs and bins meeting the tile.
 #pragma once
 
 #include <array>

@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(1024)
 
 // Whether the plane kernels take this shape: an input larger than the L2 cache (smaller ones stay in L2 for
 // the per-bin kernels' repeated reads, which then cost less than a block's copy of its plane), a plane and
-// one piece's list within plane_bytes_cap, and a grid and 32-bit counts that hold it.
+// one piece's list within roi_plane::dynamic_bytes_cap, and a grid and 32-bit counts that hold it.
 template <typename T>
 bool plane_kernels_take(const RoIPoolGeometry& g, int64_t images) {
   const int64_t input_bytes = images * g.channels * g.height * g.width * int64_t(sizeof(T));
