@@ -54,10 +54,12 @@
 // Kernels: CPU precomputes every sample's neighbours, weights and weight derivatives once per chunk of RoIs
 // (shared by all channels), OpenMP over (RoI, channel) in forward and over (image, 8-channel block) in
 // backward, so no two threads write one element. CUDA (roi_align_cuda.cu): channel-last (NHWC) reads and
-// atomics, a warp = 32 channels of one bin sharing one geometry computation; under DeterministicMode a
-// gather over tiles of the input gradient replaces the atomics (roi_align_gather.cuh: a warp per tile and 32
-// channels walks the RoIs in order and adds every term in the CPU's order, so the input gradient equals the
-// CPU's bit for bit). The box gradient never uses atomics. The only host synchronisation is the RoI value
+// atomics, a warp = 32 channels of one bin sharing one geometry computation. Under DeterministicMode the
+// input gradient adds every term in the CPU's order, so it equals the CPU's bit for bit: the average with a
+// fixed sampling ratio sorts its terms by pixel (roi_align_sorted.cuh), then a warp per pixel and 32 channels
+// adds them; adaptive sampling and max mode take a gather over tiles of the input gradient
+// (roi_align_gather.cuh: a warp per tile and 32 channels walks the RoIs in order). The box gradient never
+// uses atomics. The only host synchronisation is the RoI value
 // check (ops/common/roi_checks.h; optional). float32 and float64; the input may be non-contiguous.
 #pragma once
 

@@ -6,8 +6,9 @@
 // detector's box head) takes the separable form instead where its scratch fits in shared memory
 // (roi_align_separable.cuh: Y = Aᵀ · X · B and dX = A · dY · Bᵀ per RoI and channel, which the rotated op's
 // turned samples do not allow; the backward also needs the map there). DeterministicMode
-// replaces the atomics by the tile gather of roi_align_gather.cuh (also shared with roi_align_rotated), which
-// adds every term in the CPU's order.
+// replaces the atomics by kernels that add every term in the CPU's order (both shared with
+// roi_align_rotated): the sorted terms of roi_align_sorted.cuh for the average with a fixed sampling ratio,
+// the tile gather of roi_align_gather.cuh for adaptive sampling and max mode.
 //
 // The RoI-coordinate gradient needs a sum over channels, bins and samples per RoI: one block per RoI, each
 // thread a fixed strided part of that sum, then a fixed-shape tree in shared memory. No atomics, so it is
@@ -21,6 +22,7 @@
 #include "ops/roi_align/roi_align_kernels.h"
 #include "ops/roi_align/roi_align_nhwc.cuh"
 #include "ops/roi_align/roi_align_separable.cuh"
+#include "ops/roi_align/roi_align_sorted.cuh"
 
 namespace minidet::ops::detail {
 namespace {
@@ -122,7 +124,12 @@ void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_align", [&] {
     const AxisAlignedSampler<scalar_t> sampler{rois.data<scalar_t>(), g};
     if (deterministic) {
-      if (g.max_mode) roi_gather::backward<scalar_t, true>(grad_output, sampler, argmax, grad_input, "roi_align");
+      const roi_sorted::TermShape terms{grad_input.size(0), g.rois,     g.channels,       g.height,        g.width,
+                                        g.pooled_h,         g.pooled_w, g.sampling_ratio, g.sampling_ratio};
+      if (roi_sorted::fits(terms, g.max_mode))
+        roi_sorted::backward<scalar_t>(grad_output, sampler, terms, grad_input);
+      else if (g.max_mode)
+        roi_gather::backward<scalar_t, true>(grad_output, sampler, argmax, grad_input, "roi_align");
       else roi_gather::backward<scalar_t, false>(grad_output, sampler, argmax, grad_input, "roi_align");
       return;
     }

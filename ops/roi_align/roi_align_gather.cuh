@@ -1,5 +1,7 @@
-// The deterministic CUDA input gradient of both RoIAlign ops (roi_align_cuda.cu and
-// ops/roi_align_rotated/roi_align_rotated_cuda.cu, under DeterministicMode: core/deterministic.h): dx written
+// A deterministic CUDA input gradient of both RoIAlign ops (roi_align_cuda.cu and
+// ops/roi_align_rotated/roi_align_rotated_cuda.cu, under DeterministicMode: core/deterministic.h), the one
+// for adaptive sampling and max mode; the average with a fixed sampling ratio takes the sorted terms of
+// roi_align_sorted.cuh, which are faster on every map measured (docs/benchmarks.md). dx written
 // with no atomics, each element's terms added in the CPU's order, so the bits are the same every run and the
 // CPU's (for the rotated op, wherever the devices' sin and cos agree: roi_align_rotated_kernels.h).
 //

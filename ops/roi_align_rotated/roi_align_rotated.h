@@ -53,8 +53,9 @@
 // chunks of RoIs at a time), parallel over (RoI, channel) in forward and over channels in backward (no two
 // threads write one element; deterministic). CUDA (roi_align_rotated_cuda.cu): roi_align's channel-last
 // kernels (a warp = 32 channels of one bin sharing one geometry computation, NHWC reads and atomics) with
-// the rotated sample positions; under DeterministicMode roi_align's tile gather replaces the atomics
-// (ops/roi_align/roi_align_gather.cuh): the same bits every run, in the CPU's order of additions. Both
+// the rotated sample positions; under DeterministicMode roi_align's sorted terms (fixed sampling ratio:
+// ops/roi_align/roi_align_sorted.cuh) or its tile gather (adaptive: roi_align_gather.cuh) replace the
+// atomics: the same bits every run, in the CPU's order of additions. Both
 // devices compute the sample positions with the same unfused products (roi_align_rotated_kernels.h); only
 // their math libraries' sin and cos may differ in the last bit.
 #pragma once

@@ -1,12 +1,12 @@
-// CUDA roi_align_rotated: the forward, the fast input gradient and, under DeterministicMode, the tile
-// gather. Same sample positions and bilinear rules as the CPU (roi_align_rotated_kernels.h,
+// CUDA roi_align_rotated: the forward, the fast input gradient and, under DeterministicMode, the sorted
+// terms or the tile gather. Same sample positions and bilinear rules as the CPU (roi_align_rotated_kernels.h,
 // ops/common/bilinear.h).
 //
 // RoIAlign (Mask R-CNN: He et al. 2017) over a rotated box (detectron2's ROIAlignRotated; the math is in
 // roi_align_rotated.h) differs from the axis-aligned op only in where a bin's samples sit: the grid is laid
 // out in the box's own frame (u, v) and turned by the angle into the map. So this op runs roi_align's
-// channel-last kernels (ops/roi_align/roi_align_nhwc.cuh, roi_align_backward.cuh) with RotatedSampler below doing that turn, and is
-// fast for the same reasons:
+// channel-last kernels (ops/roi_align/roi_align_nhwc.cuh, roi_align_backward.cuh) with RotatedSampler below doing that
+// turn, and is fast for the same reasons:
 //   - the input (and, in backward, the gradient buffer) is NHWC, and the 32 lanes of a warp are 32
 //     consecutive channels of one bin: each bilinear read and each atomicAdd of a warp is one 128-byte
 //     line, not 32 addresses H*W apart; on small maps the backward adds into a copy of the map in shared
@@ -16,12 +16,15 @@
 //   - each RoI's frame (centre, cos, sin, steps, grid) is computed once, by frames_kernel, not in every work
 //     item: no sin/cos in the hot loops.
 //
-// DeterministicMode runs roi_align's tile gather (ops/roi_align/roi_align_gather.cuh) with the same sampler:
-// one warp per tile of dx and 32 channels walks the RoIs in order and adds each term in the CPU's order
-// (RoI, bin, sample, neighbour), so the input gradient has the same bits every run, and the CPU's bits
-// wherever the two devices' sin and cos agree (they may differ in the last bit). To find the
-// samples of a RoI that can reach a tile, RotatedSampler::ranges turns the tile into the box's frame (u, v)
-// and takes the samples inside its bounding box there.
+// DeterministicMode with a fixed sampling ratio runs roi_align's sorted terms
+// (ops/roi_align/roi_align_sorted.cuh) with the same sampler: the terms sorted by pixel, then added in the
+// CPU's order by a warp per pixel and 32 channels. With adaptive sampling (the number of terms depends on the
+// boxes, unknown to the host without a synchronisation) it runs roi_align's tile gather
+// (ops/roi_align/roi_align_gather.cuh) with the same sampler: one warp per tile of dx and 32 channels walks the RoIs in
+// order and adds each term in the CPU's order (RoI, bin, sample, neighbour), so the input gradient has the same bits
+// every run, and the CPU's bits wherever the two devices' sin and cos agree (they may differ in the last bit). To find
+// the samples of a RoI that can reach a tile, RotatedSampler::ranges turns the tile into the box's frame (u, v) and
+// takes the samples inside its bounding box there.
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
@@ -29,6 +32,7 @@
 #include "ops/roi_align/roi_align_backward.cuh"
 #include "ops/roi_align/roi_align_gather.cuh"
 #include "ops/roi_align/roi_align_nhwc.cuh"
+#include "ops/roi_align/roi_align_sorted.cuh"
 #include "ops/roi_align_rotated/roi_align_rotated_kernels.h"
 
 namespace minidet::ops::detail {
@@ -126,7 +130,11 @@ void roi_align_rotated_backward_cuda(const Tensor& grad_output, const Tensor& ro
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_align_rotated", [&] {
     const Tensor frames = compute_frames<scalar_t>(rois, g);
     const RotatedSampler<scalar_t> sampler = sampler_of<scalar_t>(frames, g);
-    if (deterministic)
+    const roi_sorted::TermShape terms{grad_input.size(0), g.num_rois, g.channels,       g.height,        g.width,
+                                      g.pooled_h,         g.pooled_w, g.sampling_ratio, g.sampling_ratio};
+    if (deterministic && roi_sorted::fits(terms, false))
+      roi_sorted::backward<scalar_t>(grad_output, sampler, terms, grad_input);
+    else if (deterministic)
       roi_gather::backward<scalar_t, false>(grad_output, sampler, Tensor(), grad_input, "roi_align_rotated");
     else
       roi_nhwc::backward<scalar_t, false>(grad_output, sampler, Tensor(), grad_input, "roi_align_rotated backward kernel");

@@ -1,6 +1,6 @@
 // roi_align on CUDA against the CPU: every kernel path (the separable forward and backward, the per-sample
-// forwards, the shared-memory map and global-atomic backwards, the deterministic gather, chosen by shape in
-// ops/roi_align/roi_align_cuda.cu), NaN propagation, determinism, K = 0 and N = 0, the value check, and the
+// forwards, the shared-memory map and global-atomic backwards, the deterministic sorted terms and gather, chosen by
+// shape in ops/roi_align/roi_align_cuda.cu), NaN propagation, determinism, K = 0 and N = 0, the value check, and the
 // errors found on the GPU.
 #include <cmath>
 #include <random>
@@ -298,20 +298,46 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic input gradient equals the 
   // larger than many, several images, RoIs outside, inverted and of zero size, both modes, fixed and
   // adaptive sampling, aligned and legacy boxes.
   const std::vector<GatherCase> cases = {
-      {"3 channels, fixed 2", {2, 3, 9, 11}, 40, RoIAlignOptions().set_output_size(3, 2).set_spatial_scale(0.5)
-                                                     .set_sampling_ratio(2)},
-      {"33 channels, adaptive, legacy", {4, 33, 20, 17}, 150,
+      {"3 channels, fixed 2",
+       {2, 3, 9, 11},
+       40,
+       RoIAlignOptions().set_output_size(3, 2).set_spatial_scale(0.5).set_sampling_ratio(2)},
+      {"33 channels, adaptive, legacy",
+       {4, 33, 20, 17},
+       150,
        RoIAlignOptions().set_output_size(7).set_spatial_scale(0.5).set_aligned(false)},
-      {"33 channels, many tiles, max", {2, 33, 130, 125}, 300,
+      {"33 channels, many tiles, max",
+       {2, 33, 130, 125},
+       300,
        RoIAlignOptions().set_output_size(7).set_spatial_scale(0.25).set_sampling_ratio(2).set_pool_mode(M::Max)},
-      {"70 channels, adaptive at 1/8", {3, 70, 64, 90}, 250,
+      {"70 channels, adaptive at 1/8",
+       {3, 70, 64, 90},
+       250,
        RoIAlignOptions().set_output_size(5, 6).set_spatial_scale(0.125)},
-      {"70 channels, fixed 3, legacy, max", {2, 70, 40, 37}, 200,
-       RoIAlignOptions().set_output_size(4, 3).set_spatial_scale(0.5).set_sampling_ratio(3).set_aligned(false)
+      {"70 channels, fixed 3, legacy, max",
+       {2, 70, 40, 37},
+       200,
+       RoIAlignOptions()
+           .set_output_size(4, 3)
+           .set_spatial_scale(0.5)
+           .set_sampling_ratio(3)
+           .set_aligned(false)
            .set_pool_mode(M::Max)},
-      {"a map smaller than a tile, adaptive, max", {3, 7, 5, 3}, 60,
+      {"a map smaller than a tile, adaptive, max",
+       {3, 7, 5, 3},
+       60,
        RoIAlignOptions().set_output_size(2).set_pool_mode(M::Max)},
       {"one pixel, fixed 1", {2, 4, 1, 1}, 20, RoIAlignOptions().set_output_size(2, 3).set_sampling_ratio(1)},
+      // The average with a fixed sampling ratio takes the sorted terms (roi_align_sorted.cuh); the rows above
+      // with adaptive sampling or max mode take the tile gather.
+      {"33 channels, fixed 2, legacy",
+       {4, 33, 20, 17},
+       150,
+       RoIAlignOptions().set_output_size(7).set_spatial_scale(0.5).set_sampling_ratio(2).set_aligned(false)},
+      {"70 channels, fixed 3 at 1/8",
+       {3, 70, 64, 90},
+       250,
+       RoIAlignOptions().set_output_size(5, 6).set_spatial_scale(0.125).set_sampling_ratio(3)},
   };
   uint64_t seed = 500;
   for (const GatherCase& c : cases) {
@@ -325,6 +351,25 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic input gradient equals the 
       const Tensor upstream = randn({c.rois, c.input[1], c.options.pooled_h, c.options.pooled_w}, dtype, &g);
       const InputGrads grads = input_grads(x, rois, upstream, c.options);
       REQUIRE(max_abs_diff(grads.cpu, zeros_like(grads.cpu)) > 0);  // not vacuous
+      CHECK(test::same_bits(grads.cuda, grads.cpu));
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic input gradient skips rows naming no image, as the CPU does") {
+  // With the value check off nothing stops a batch index of -1 or N; the CPU's backward adds such a row
+  // nowhere, and so must both deterministic kernels: the sorted terms (fixed sampling) and the gather.
+  for (int64_t sampling : {2, 0}) {
+    for (DType dtype : {kFloat32, kFloat64}) {
+      CAPTURE(sampling);
+      CAPTURE(dtype);
+      const Tensor x = random({2, 5, 12, 10}, dtype, 90);
+      Tensor rois = awkward_rois(30, 2, 24, 20, 91);
+      rois = cat({rois, from_vector<double>({-1, 2, 2, 15, 15, 2, 0, 0, 20, 24}, {2, 5})}, 0).to(dtype);
+      const auto options = RoIAlignOptions().set_output_size(3).set_spatial_scale(0.5).set_sampling_ratio(sampling);
+      const Tensor upstream = random({32, 5, 3, 3}, dtype, 92);
+      const InputGrads grads = input_grads(x, rois, upstream, options);
+      REQUIRE(max_abs_diff(grads.cpu, zeros_like(grads.cpu)) > 0);
       CHECK(test::same_bits(grads.cuda, grads.cpu));
     }
   }

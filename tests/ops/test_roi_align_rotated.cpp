@@ -272,9 +272,10 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align_rotated: forward and input gradient match
   }
 }
 
-MINIDET_CUDA_TEST_CASE("cuda/roi_align_rotated: deterministic gather gives identical bits twice and matches the CPU") {
+MINIDET_CUDA_TEST_CASE(
+    "cuda/roi_align_rotated: both deterministic backwards give identical bits twice and match the CPU") {
   DeterministicGuard deterministic;
-  for (int64_t sampling : {2, 0}) {
+  for (int64_t sampling : {2, 0}) {  // 2: the sorted terms; 0 (adaptive): the tile gather
     CAPTURE(sampling);
     Generator g(50 + sampling);
     // Few pixels and many overlapping RoIs: most pixels receive from many samples of many RoIs.
