@@ -58,12 +58,15 @@ struct TermShape {
   __host__ __device__ int64_t pixels() const { return batch * height * width; }  // also the sentinel key
 };
 
-// True when the sorted path can take this backward (see the top of the file). Its scratch is about 20 bytes a
-// term plus sizeof(T) x K x bins x C for the shares, so past kMaxTerms (some 1.3 GB of it in float32; a
-// detector's box head has a few million terms) the gather, which needs none, takes over.
+// True when the sorted path can take this backward (see the top of the file). Its scratch is 16 bytes a term
+// plus twice sizeof(T) (24 in float32, 32 in float64: some 1.5 and 2 GiB at kMaxTerms), then sizeof(T) x K x
+// bins x C for the shares; a detector's box head has a few million terms. Past kMaxTerms the gather, which
+// needs no scratch, takes over. Each factor is bounded before the product, which cannot then overflow.
 constexpr int64_t kMaxTerms = int64_t(1) << 26;
 inline bool fits(const TermShape& s, bool max_mode) {
-  return !max_mode && s.grid_h > 0 && s.grid_w > 0 && s.rois > 0 && s.terms() <= kMaxTerms &&
+  const auto small = [](int64_t v) { return v > 0 && v <= kMaxTerms; };
+  return !max_mode && small(s.grid_h) && small(s.grid_w) && small(s.pooled_h) && small(s.pooled_w) && small(s.rois) &&
+         small(s.samples()) && small(s.bins()) && small(s.bins() * s.samples()) && s.terms() <= kMaxTerms &&
          s.pixels() < (int64_t(1) << 31);
 }
 
