@@ -33,12 +33,16 @@ inline unsigned blocks_for(int64_t n, int threads = kThreadsPerBlock) {
 // A kernel may take more than the default 48 KB of dynamic shared memory only once it opts in. It opts in
 // to all it can have (the device's per-block limit less its own static shared memory), never to one
 // launch's size: the setting belongs to the kernel, shared by every host thread, and a smaller value set by
-// one thread could undercut another thread's launch in flight. Callers check that `bytes` fits.
+// one thread could undercut another thread's launch in flight. Callers check that `bytes` fits. The default
+// 48 KB counts the kernel's static shared memory too, so a launch of 48 KB or a little less, with a few bytes
+// of static arrays, needs the opt-in as well (it fails with "invalid argument" otherwise).
 template <typename Kernel>
 void opt_in_to_shared_memory(Kernel* kernel, size_t bytes) {
-  if (bytes <= size_t(48) << 10) return;
+  constexpr size_t kDefault = size_t(48) << 10;
+  if (bytes <= kDefault / 2) return;  // far below the default: no kernel here has 24 KB of static arrays
   cudaFuncAttributes attributes;
   MINIDET_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  if (bytes + attributes.sharedSizeBytes <= kDefault) return;
   MINIDET_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           max_shared_memory_per_block() - int(attributes.sharedSizeBytes)));
 }

@@ -361,14 +361,18 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: deterministic backward on a detector-size
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: both deterministic backwards equal the CPU bit for bit") {
   // roi_pool_deterministic_cuda.cu: planes of 40 x 30 take the sorted buckets (several chunks of bins per
   // plane), 40 x 40 the sorted buckets in float32 (1,100 RoIs on one image: two pieces of the RoI list) and
-  // the gather in float64, whose plane arrays take more shared memory; 150 x 200 the gather.
+  // the gather in float64, whose plane arrays take more shared memory; 30 x 40 the sorted buckets with two
+  // pieces in both; 150 x 200 the gather. 34 x 48 and 34 x 35 (float32 and float64) ask for 48 KB of dynamic
+  // shared memory or a few bytes less, which with the kernel's static arrays passes the default limit: the
+  // launch must opt in (core/cuda/launch.h).
   struct Case {
     Shape shape;
     int64_t rois;
   };
   DeterministicGuard deterministic;
   uint64_t seed = 110;
-  for (const Case& c : {Case{{3, 5, 40, 30}, 400}, Case{{1, 3, 40, 40}, 1100}, Case{{2, 3, 150, 200}, 300}}) {
+  for (const Case& c : {Case{{3, 5, 40, 30}, 400}, Case{{1, 3, 40, 40}, 1100}, Case{{1, 3, 30, 40}, 1100},
+                        Case{{2, 3, 34, 48}, 200}, Case{{2, 3, 34, 35}, 200}, Case{{2, 3, 150, 200}, 300}}) {
     for (DType dtype : {kFloat32, kFloat64}) {
       CAPTURE(c.shape[2]);
       CAPTURE(dtype);
@@ -385,16 +389,19 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: both deterministic backwards equal the CP
   }
   // With the value check off, a row whose batch index names no image sends nothing back: on an input larger
   // than L2 (106 MB) the plane forward leaves its bins empty, and the sorted buckets skip it.
-  Generator g(120);
-  const Shape shape = {2, 13000, 32, 32};
-  const Tensor x = randn(shape, kFloat32, &g);
-  const Tensor rois = random_rois(60, 2, 32, 32, 121).to(kFloat32);
-  const Tensor upstream = randn({61, shape[1], 2, 2}, kFloat32, &g);
-  const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream.slice(0, 0, 60), {2, 2}, 1.0, false);
-  const Tensor stray = from_vector<float>({7, 0, 0, 10, 10}, {1, 5});
-  const Tensor x_gpu = x.cuda().requires_grad_();
-  roi_pool_with_argmax(x_gpu, cat({rois, stray}, 0).cuda(), {2, 2}, 1.0, false).output.backward(upstream.cuda());
-  CHECK(x_gpu.grad().to_vector<float>() == cpu[2].to_vector<float>());
+  for (DType dtype : {kFloat32, kFloat64}) {
+    CAPTURE(dtype);
+    Generator g(120);
+    const Shape shape = {2, dtype == kFloat32 ? 13000 : 6500, 32, 32};
+    const Tensor x = randn(shape, dtype, &g);
+    const Tensor rois = random_rois(60, 2, 32, 32, 121).to(dtype);
+    const Tensor upstream = randn({61, shape[1], 2, 2}, dtype, &g);
+    const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream.slice(0, 0, 60), {2, 2}, 1.0, false);
+    const Tensor stray = from_vector<double>({7, 0, 0, 10, 10}, {1, 5}).to(dtype);
+    const Tensor x_gpu = x.cuda().requires_grad_();
+    roi_pool_with_argmax(x_gpu, cat({rois, stray}, 0).cuda(), {2, 2}, 1.0, false).output.backward(upstream.cuda());
+    CHECK(x_gpu.grad().to_vector<double>() == cpu[2].to_vector<double>());
+  }
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: an input larger than the L2 cache takes the plane kernels") {
@@ -469,10 +476,15 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the plane kernels pick the CPU's pixel on
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: K and N equal to 0 and bad rois on the device") {
   const Tensor x = zeros({2, 3, 5, 5}, TensorOptions(kFloat32, Device::cuda())).requires_grad_();
-  const Tensor y = roi_pool(x, zeros({0, 5}, TensorOptions(kFloat32, Device::cuda())), {2, 2}, 1.0);
-  CHECK(y.sizes() == Shape{0, 3, 2, 2});
-  sum(y).backward();
-  CHECK(x.grad().to_vector<float>() == std::vector<float>(x.numel(), 0.0f));
+  for (bool deterministic : {false, true}) {  // K = 0: every backward writes zeros
+    CAPTURE(deterministic);
+    DeterministicGuard mode(deterministic);
+    x.set_grad(Tensor());
+    const Tensor y = roi_pool(x, zeros({0, 5}, TensorOptions(kFloat32, Device::cuda())), {2, 2}, 1.0);
+    CHECK(y.sizes() == Shape{0, 3, 2, 2});
+    sum(y).backward();
+    CHECK(x.grad().to_vector<float>() == std::vector<float>(x.numel(), 0.0f));
+  }
   const Tensor bad = from_vector<float>({0, 0, 0, 1, 1, 2, 0, 0, 1, 1}, {2, 5}).cuda();
   CHECK_THROWS_CONTAINING(roi_pool(x, bad, {2, 2}, 1.0), "rois row 1");
   CHECK_THROWS_CONTAINING(roi_pool(x, from_vector<float>({0, 0, 0, 1, 1}, {1, 5}), {2, 2}, 1.0), "same device");
