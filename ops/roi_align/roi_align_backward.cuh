@@ -1,5 +1,6 @@
 // The fast (non-deterministic) CUDA input gradient of both RoIAlign ops, channel-last like their forward
-// (roi_align_nhwc.cuh: the samplers, the work split, why NHWC). DeterministicMode uses roi_align_gather.cuh.
+// (roi_align_nhwc.cuh: the samplers, the work split, why NHWC). DeterministicMode uses roi_align_sorted.cuh
+// (fixed sampling ratio, average) or roi_align_gather.cuh (the rest).
 //
 // The gradient of an average bin hands share = dy[k, c, p, q] / count to every sample of the bin, and each
 // sample adds share * w_j to its four neighbouring pixels (max mode: only the bin's winning sample, with

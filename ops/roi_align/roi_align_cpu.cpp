@@ -197,8 +197,9 @@ void backward_input_kernel(const T* grad_output, const T* rois, const int64_t* a
           const int64_t count = box.count();
           const T* grad = grad_output + (k * C + c0) * bins;  // channel c0 + i at i * bins
           // Per element, the additions run in (RoI, bin, sample, neighbour) order: deterministic, and the
-          // order that the CUDA gather (roi_align_gather.cuh) reproduces. The channels of a run are different
-          // elements, so adding them side by side changes no element's order.
+          // order that the CUDA deterministic kernels (roi_align_sorted.cuh, roi_align_gather.cuh) reproduce.
+          // The channels of a run are different elements, so adding them side by side changes no element's
+          // order.
           if (!g.max_mode) {
             // avg: every sample gets g / count, routed to its four neighbours for all the block's channels.
             for (int64_t i = 0; i < width; ++i)

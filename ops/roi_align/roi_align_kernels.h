@@ -158,8 +158,9 @@ void roi_align_backward_cpu(const Tensor& grad_output, const Tensor& input, cons
 #if MINIDET_WITH_CUDA
 void roi_align_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor& output, const Tensor& argmax,
                             const RoiAlignGeometry& g);
-// deterministic: the tile gather (roi_align_gather.cuh; the CPU's order and bits) instead of atomicAdd (as
-// every op takes DeterministicMode: a flag from its .cpp to its CUDA launcher).
+// deterministic: the sorted terms or the tile gather (roi_align_sorted.cuh, roi_align_gather.cuh; the CPU's
+// order and bits) instead of atomicAdd (as every op takes DeterministicMode: a flag from its .cpp to its
+// CUDA launcher).
 void roi_align_backward_input_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
                                    const Tensor& grad_input, const RoiAlignGeometry& g, bool deterministic);
 void roi_align_backward_rois_cuda(const Tensor& grad_output, const Tensor& input, const Tensor& rois,

@@ -29,7 +29,7 @@
 //                              forward, adding each pixel once per RoI straight into global memory.
 //
 // The sums come in another order than the per-sample kernels' (and the CPU's), so the last bits differ;
-// DeterministicMode keeps the CPU's order with roi_align_gather.cuh. A product over zero taps is skipped when
+// DeterministicMode keeps the CPU's order with roi_align_sorted.cuh. A product over zero taps is skipped when
 // its value is not finite (Inf * 0 is NaN): a NaN pixel reaches only the bins whose samples read it, and a
 // NaN bin of dY only the pixels its samples read, as in the per-sample kernels, never a whole tap row.
 //

@@ -1,6 +1,6 @@
 // roi_align_rotated on CUDA: the shapes that the channel-last kernels (ops/roi_align/roi_align_nhwc.cuh) and
-// the deterministic tile gather (ops/roi_align/roi_align_gather.cuh) handle specially, against the CPU, in
-// both backward modes (atomic, and deterministic: the CPU's order, the same bits every run).
+// the deterministic kernels (ops/roi_align/roi_align_sorted.cuh, roi_align_gather.cuh) handle specially, against the
+// CPU, in both backward modes (atomic, and deterministic: the CPU's order, the same bits every run).
 //   - channels that are not a multiple of the warp (32) or of a slab (256 = 32 lanes x 8 channels each);
 //   - maps smaller than one tile of the gather and larger than many; the small ones take the atomic
 //     backward's shared-memory map (ops/roi_align/roi_align_backward.cuh), the large ones its global adds;
