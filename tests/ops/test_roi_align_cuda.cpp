@@ -32,7 +32,8 @@ struct CudaCase {
   RoIAlignOptions options;
 };
 
-// clang-format off (one row per case)
+// One row per case (clang-format 14 takes only the bare marker).
+// clang-format off
 std::vector<CudaCase> cuda_cases() {
   using M = RoiPoolMode;
   return {
@@ -297,48 +298,31 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic input gradient equals the 
   // Channel counts that leave part of a warp idle (lanes are channels), maps smaller than one tile and
   // larger than many, several images, RoIs outside, inverted and of zero size, both modes, fixed and
   // adaptive sampling, aligned and legacy boxes.
+  // The averages with a fixed sampling ratio take the sorted terms (roi_align_sorted.cuh), the rows with
+  // adaptive sampling or max mode the tile gather (roi_align_gather.cuh).
+  // One row per case (clang-format 14 takes only the bare marker).
+  // clang-format off
   const std::vector<GatherCase> cases = {
-      {"3 channels, fixed 2",
-       {2, 3, 9, 11},
-       40,
-       RoIAlignOptions().set_output_size(3, 2).set_spatial_scale(0.5).set_sampling_ratio(2)},
-      {"33 channels, adaptive, legacy",
-       {4, 33, 20, 17},
-       150,
+      {"3 channels, fixed 2", {2, 3, 9, 11}, 40, RoIAlignOptions().set_output_size(3, 2).set_spatial_scale(0.5)
+                                                     .set_sampling_ratio(2)},
+      {"33 channels, adaptive, legacy", {4, 33, 20, 17}, 150,
        RoIAlignOptions().set_output_size(7).set_spatial_scale(0.5).set_aligned(false)},
-      {"33 channels, many tiles, max",
-       {2, 33, 130, 125},
-       300,
+      {"33 channels, many tiles, max", {2, 33, 130, 125}, 300,
        RoIAlignOptions().set_output_size(7).set_spatial_scale(0.25).set_sampling_ratio(2).set_pool_mode(M::Max)},
-      {"70 channels, adaptive at 1/8",
-       {3, 70, 64, 90},
-       250,
+      {"70 channels, adaptive at 1/8", {3, 70, 64, 90}, 250,
        RoIAlignOptions().set_output_size(5, 6).set_spatial_scale(0.125)},
-      {"70 channels, fixed 3, legacy, max",
-       {2, 70, 40, 37},
-       200,
-       RoIAlignOptions()
-           .set_output_size(4, 3)
-           .set_spatial_scale(0.5)
-           .set_sampling_ratio(3)
-           .set_aligned(false)
+      {"70 channels, fixed 3, legacy, max", {2, 70, 40, 37}, 200,
+       RoIAlignOptions().set_output_size(4, 3).set_spatial_scale(0.5).set_sampling_ratio(3).set_aligned(false)
            .set_pool_mode(M::Max)},
-      {"a map smaller than a tile, adaptive, max",
-       {3, 7, 5, 3},
-       60,
+      {"a map smaller than a tile, adaptive, max", {3, 7, 5, 3}, 60,
        RoIAlignOptions().set_output_size(2).set_pool_mode(M::Max)},
       {"one pixel, fixed 1", {2, 4, 1, 1}, 20, RoIAlignOptions().set_output_size(2, 3).set_sampling_ratio(1)},
-      // The average with a fixed sampling ratio takes the sorted terms (roi_align_sorted.cuh); the rows above
-      // with adaptive sampling or max mode take the tile gather.
-      {"33 channels, fixed 2, legacy",
-       {4, 33, 20, 17},
-       150,
+      {"33 channels, fixed 2, legacy", {4, 33, 20, 17}, 150,
        RoIAlignOptions().set_output_size(7).set_spatial_scale(0.5).set_sampling_ratio(2).set_aligned(false)},
-      {"70 channels, fixed 3 at 1/8",
-       {3, 70, 64, 90},
-       250,
+      {"70 channels, fixed 3 at 1/8", {3, 70, 64, 90}, 250,
        RoIAlignOptions().set_output_size(5, 6).set_spatial_scale(0.125).set_sampling_ratio(3)},
   };
+  // clang-format on
   uint64_t seed = 500;
   for (const GatherCase& c : cases) {
     for (DType dtype : {kFloat32, kFloat64}) {
