@@ -39,7 +39,7 @@ inline unsigned blocks_for(int64_t n, int threads = kThreadsPerBlock) {
 template <typename Kernel>
 void opt_in_to_shared_memory(Kernel* kernel, size_t bytes) {
   constexpr size_t kDefault = size_t(48) << 10;
-  if (bytes <= kDefault / 2) return;  // far below the default: no kernel here has 24 KB of static arrays
+  if (bytes == 0) return;
   cudaFuncAttributes attributes;
   MINIDET_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   if (bytes + attributes.sharedSizeBytes <= kDefault) return;
