@@ -12,8 +12,8 @@
 //   1. terms_kernel      one thread per sample writes its four terms: key = the pixel in the stacked map
 //                        (n * H * W + offset), or the sentinel N * H * W for a sample outside the map or a
 //                        row naming no image; the term's number t; and its weight w.
-//   2. shares_kernel     share[k, bin, c] = dy[k, c, bin] / count, channel-last (a tiled transpose), so that
-//                        32 lanes of 32 channels read one 128-byte line per term.
+//   2. the shares        share[k, bin, c] = dy[k, c, bin] / count, channel-last (roi_nhwc::transpose), so
+//                        that 32 lanes of 32 channels read one 128-byte line per term.
 //   3. a stable radix sort of (key, t) by key (cub::DeviceRadixSort; LSD radix sorts keep equal keys in
 //                        input order): each pixel's terms now lie together, in the order of t.
 //   4. runs_kernel       where each pixel's run of terms starts in the sorted list, and each place's bin
@@ -90,39 +90,8 @@ __global__ void terms_kernel(Sampler sampler, TermShape s, uint32_t* keys, uint3
   }
 }
 
-// 2. shares (K, bins, C) from dy (K, C, bins): per RoI a (C x bins) -> (bins x C) transpose through shared
-// memory in tiles of 32 x 32 (+1 column against bank conflicts), dividing by the RoI's count as the CPU does.
-// (Tiles of 32 channels by 64 bins, which hold a box head's 7 x 7 bins whole, measured slower.)
-template <typename T>
-__global__ void __launch_bounds__(roi_nhwc::kTransposeThreads)
-    shares_kernel(const T* grad_output, const T* divisors, T* shares, TermShape s) {
-  using roi_nhwc::kTile;
-  using roi_nhwc::kTileRows;
-  __shared__ T tile[kTile][kTile + 1];
-  const int64_t rows = s.channels, cols = s.bins();
-  const int64_t col_tiles = (cols + kTile - 1) / kTile, row_tiles = (rows + kTile - 1) / kTile;
-  for (int64_t t = blockIdx.x; t < s.rois * row_tiles * col_tiles; t += gridDim.x) {
-    const int64_t k = t / (row_tiles * col_tiles);
-    const int64_t r0 = t / col_tiles % row_tiles * kTile, c0 = t % col_tiles * kTile;
-    const T* src = grad_output + k * rows * cols;
-    T* dst = shares + k * rows * cols;
-    const T divisor = divisors[k];
-#pragma unroll
-    for (int j = 0; j < kTile / kTileRows; ++j) {
-      const int64_t r = r0 + threadIdx.y + j * kTileRows, c = c0 + threadIdx.x;
-      if (r < rows && c < cols) tile[threadIdx.y + j * kTileRows][threadIdx.x] = src[r * cols + c] / divisor;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < kTile / kTileRows; ++j) {
-      const int64_t c = c0 + threadIdx.y + j * kTileRows, r = r0 + threadIdx.x;
-      if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][threadIdx.y + j * kTileRows];
-    }
-    __syncthreads();
-  }
-}
-
-// 3. The sort: in backward() below.
+// 2. The shares (K, bins, C) = dy (K, C, bins) / count, a (C x bins) -> (bins x C) transpose per RoI that
+// divides by the RoI's count as the CPU does, and 3. the sort: in backward() below.
 
 // 4. starts[p] = the first place in the sorted keys whose key is p or more, for p = 0 .. pixels (the last
 // one is where the sentinels begin): a binary search per pixel, so no thread's work depends on the data. In
@@ -241,11 +210,8 @@ void backward(const Tensor& grad_output, const Sampler& sampler, const TermShape
   terms_kernel<T, Sampler><<<cuda::blocks_for(terms / 4), cuda::kThreadsPerBlock, 0, stream>>>(
       sampler, s, key_data, number_data, weights.data<T>(), divisors.data<T>());
   MINIDET_CUDA_LAUNCH_CHECK("roi_sorted terms_kernel");
-  const int64_t tiles = s.rois * ((s.channels + roi_nhwc::kTile - 1) / roi_nhwc::kTile) *
-                        ((s.bins() + roi_nhwc::kTile - 1) / roi_nhwc::kTile);
-  shares_kernel<T><<<cuda::blocks_for(tiles, 1), dim3(roi_nhwc::kTile, roi_nhwc::kTileRows), 0, stream>>>(
-      grad_output.data<T>(), divisors.data<T>(), shares.data<T>(), s);
-  MINIDET_CUDA_LAUNCH_CHECK("roi_sorted shares_kernel");
+  roi_nhwc::transpose<T, true>(grad_output.data<T>(), shares.data<T>(), s.rois, s.channels, s.bins(),
+                               divisors.data<T>());
 
   // Keys 0 .. pixels (the sentinel) need this many bits.
   int key_bits = 1;
