@@ -216,7 +216,8 @@ void backward_gather(const Tensor& grad_output, const Tensor& rois, const Tensor
 // larger planes take the gather. A warp takes a quarter of each chunk. Every chunk zeroes, scans and adds up
 // the whole plane's counts once, so fewer, larger chunks cost less, but they take room in shared memory that
 // other blocks would have had: sorted_chunk() doubles the chunk, up to kMaxSortedChunk, only while its bytes
-// fit kSortedBytes and every block of the grid still fits the GPU at once.
+// fit kSortedBytes and every block of the grid still fits the GPU at once (4,096 bins fit only float32
+// planes of 102 pixels or fewer).
 constexpr int kSortedWarps = 4;
 constexpr int kSortedThreads = 32 * kSortedWarps;
 constexpr int kSortedChunk = 1024;
@@ -386,7 +387,7 @@ template <typename T>
 void backward_sorted(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax, const Tensor& grad_input,
                      const RoIPoolGeometry& g) {
   const int64_t images = grad_input.size(0), plane = g.height * g.width;
-  const int chunk = sorted_chunk<T>(plane, g.channels * images);  // opts the kernel in to kSortedBytes
+  const int chunk = sorted_chunk<T>(plane, g.channels * images);  // also opts the kernel in past 48 KB
   const size_t bytes = SortedScratch<T>::bytes(plane, chunk);
   backward_sorted_kernel<T>
       <<<dim3(unsigned(g.channels), unsigned(images)), kSortedThreads, bytes, cuda::current_stream()>>>(
