@@ -34,6 +34,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
+#include "core/error.h"
 #include "core/factories.h"
 #include "ops/common/bilinear.h"
 #include "ops/roi_align/roi_align_kernels.h"  // max_sample_wins
@@ -63,12 +64,16 @@ __global__ void __launch_bounds__(kTransposeThreads)
     const I r0 = (t / col_tiles) % row_tiles * kTile, c0 = t % col_tiles * kTile;
     const T* src = in + b * rows * cols;
     T* dst = out + b * rows * cols;
-    const T divisor = kDivide ? divisors[b] : T(1);
 #pragma unroll
     for (int j = 0; j < kTile / kTileRows; ++j) {
       const int i = threadIdx.y + j * kTileRows;
       const I r = r0 + i, c = c0 + threadIdx.x;
-      if (r < rows && c < cols) tile[i][threadIdx.x] = kDivide ? src[r * cols + c] / divisor : src[r * cols + c];
+      if (r < rows && c < cols) {
+        if constexpr (kDivide)
+          tile[i][threadIdx.x] = src[r * cols + c] / divisors[b];
+        else
+          tile[i][threadIdx.x] = src[r * cols + c];
+      }
     }
     __syncthreads();
 #pragma unroll
@@ -83,6 +88,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
 
 template <typename T, bool kDivide = false>
 void transpose(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols, const T* divisors = nullptr) {
+  MINIDET_CHECK(!kDivide || divisors != nullptr, "roi_nhwc::transpose: dividing needs the divisors");
   const int64_t tiles = batch * ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
   if (tiles == 0) return;
   const dim3 grid(unsigned(cuda::blocks_for(tiles, 1))), block(kTile, kTileRows);

@@ -43,7 +43,7 @@
 #include "core/factories.h"
 #include "ops/common/bilinear.h"
 #include "ops/roi_align/roi_align_kernels.h"  // unfused_mul
-#include "ops/roi_align/roi_align_nhwc.cuh"   // kLanes, transpose
+#include "ops/roi_align/roi_align_nhwc.cuh"   // kLanes, kTile
 
 namespace minidet::ops::detail::roi_sorted {
 

@@ -211,12 +211,17 @@ void backward_gather(const Tensor& grad_output, const Tensor& rois, const Tensor
 
 // ---- sorted buckets ----------------------------------------------------------------------------------------
 
-// The sorted buckets take a plane when its arrays and a chunk fit kSortedBytes of shared memory (float32:
-// planes up to 1,945 pixels, 44 x 44; float64: 1,450), in blocks of kSortedWarps warps; larger planes take
-// the gather. A chunk holds kSortedChunk bins, kSortedChunk / kSortedWarps for each warp.
+// The sorted buckets take a plane when its arrays and a chunk of kSortedChunk bins fit kSortedBytes of shared
+// memory (float32: planes up to 1,945 pixels, 44 x 44; float64: 1,450), in blocks of kSortedWarps warps;
+// larger planes take the gather. A warp takes a quarter of each chunk. Every chunk zeroes, scans and adds up
+// the whole plane's counts once, so fewer, larger chunks cost less, but they take room in shared memory that
+// other blocks would have had: sorted_chunk() doubles the chunk, up to kMaxSortedChunk, only while its bytes
+// fit kSortedBytes and every block of the grid still fits the GPU at once (4,096 bins fit only float32
+// planes of 102 pixels or fewer).
 constexpr int kSortedWarps = 4;
 constexpr int kSortedThreads = 32 * kSortedWarps;
 constexpr int kSortedChunk = 1024;
+constexpr int kMaxSortedChunk = 4096;
 constexpr int kSortedUnroll = 4;  // a lane's bins whose loads are in flight together
 constexpr size_t kSortedBytes = size_t(54) << 10;
 
@@ -258,35 +263,35 @@ struct SortedScratch {
   int* pixel;   // [chunk]          bin j's argmax, or -1
   int* bucket;  // [chunk]          the buckets, back to back, each in bin order
   int* list;    // [kPiece]
-  __device__ SortedScratch(unsigned char* shared, int plane)
+  __device__ SortedScratch(unsigned char* shared, int plane, int chunk)
       : sums(reinterpret_cast<T*>(shared)),
         value(sums + plane),
-        slots(reinterpret_cast<int*>(value + kSortedChunk)),
+        slots(reinterpret_cast<int*>(value + chunk)),
         pixel(slots + plane * kSortedWarps),
-        bucket(pixel + kSortedChunk),
-        list(bucket + kSortedChunk) {}
-  static size_t bytes(int64_t plane) {
-    return size_t(plane + kSortedChunk) * sizeof(T) +
-           size_t(plane * kSortedWarps + 2 * kSortedChunk + roi_plane::kPiece) * sizeof(int);
+        bucket(pixel + chunk),
+        list(bucket + chunk) {}
+  static size_t bytes(int64_t plane, int64_t chunk) {
+    return size_t(plane + chunk) * sizeof(T) +
+           size_t(plane * kSortedWarps + 2 * chunk + roi_plane::kPiece) * sizeof(int);
   }
 };
 
 template <typename T>
 __global__ void __launch_bounds__(kSortedThreads)
     backward_sorted_kernel(const T* grad_output, const T* rois, const int64_t* argmax, T* grad_input, RoIPoolGeometry g,
-                           int64_t images) {
+                           int64_t images, int chunk) {
   extern __shared__ __align__(16) unsigned char shared[];
   const int plane_size = int(g.height * g.width), bins = int(g.pooled_height * g.pooled_width);
   const int64_t c = blockIdx.x, image = blockIdx.y;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int span = kSortedChunk / kSortedWarps;
-  const SortedScratch<T> s(shared, plane_size);
+  const int span = chunk / kSortedWarps;
+  const SortedScratch<T> s(shared, plane_size, chunk);
   const int slot_count = plane_size * kSortedWarps;
   for (int i = threadIdx.x; i < plane_size; i += blockDim.x) s.sums[i] = T(0);
   for (int64_t first = 0; first < g.num_rois; first += roi_plane::kPiece) {
     const int items = roi_plane::list_rois(rois, g.num_rois, images, first, s.list) * bins;
-    for (int base = 0; base < items; base += kSortedChunk) {
-      const int n = min(kSortedChunk, items - base);
+    for (int base = 0; base < items; base += chunk) {
+      const int n = min(chunk, items - base);
       for (int i = threadIdx.x; i < slot_count; i += blockDim.x) s.slots[i] = 0;
       __syncthreads();
       // 1. Load the warp's bins (coalesced: a RoI's bins of channel c are contiguous), kSortedUnroll rounds of
@@ -357,19 +362,36 @@ __global__ void __launch_bounds__(kSortedThreads)
 
 template <typename T>
 bool sorted_buckets_take(const RoIPoolGeometry& g, int64_t images) {
-  return SortedScratch<T>::bytes(g.height * g.width) <= kSortedBytes && images <= 65535 && g.channels <= INT32_MAX &&
-         g.num_rois < INT32_MAX && g.pooled_height * g.pooled_width * roi_plane::kPiece + kSortedChunk < INT32_MAX;
+  return SortedScratch<T>::bytes(g.height * g.width, kSortedChunk) <= kSortedBytes && images <= 65535 &&
+         g.channels <= INT32_MAX && g.num_rois < INT32_MAX &&
+         g.pooled_height * g.pooled_width * roi_plane::kPiece + kMaxSortedChunk < INT32_MAX;
+}
+
+template <typename T>
+int sorted_chunk(int64_t plane, int64_t blocks) {
+  cuda::opt_in_to_shared_memory(backward_sorted_kernel<T>, kSortedBytes);
+  int chunk = kSortedChunk;
+  while (chunk < kMaxSortedChunk) {
+    const size_t bytes = SortedScratch<T>::bytes(plane, 2 * chunk);
+    if (bytes > kSortedBytes) break;
+    int resident = 0;  // blocks per multiprocessor at those bytes
+    MINIDET_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, backward_sorted_kernel<T>, kSortedThreads, bytes));
+    if (int64_t(resident) * cuda::multiprocessor_count() < blocks) break;
+    chunk *= 2;
+  }
+  return chunk;
 }
 
 template <typename T>
 void backward_sorted(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax, const Tensor& grad_input,
                      const RoIPoolGeometry& g) {
-  const int64_t images = grad_input.size(0);
-  const size_t bytes = SortedScratch<T>::bytes(g.height * g.width);
-  cuda::opt_in_to_shared_memory(backward_sorted_kernel<T>, bytes);
+  const int64_t images = grad_input.size(0), plane = g.height * g.width;
+  const int chunk = sorted_chunk<T>(plane, g.channels * images);  // also opts the kernel in past 48 KB
+  const size_t bytes = SortedScratch<T>::bytes(plane, chunk);
   backward_sorted_kernel<T>
       <<<dim3(unsigned(g.channels), unsigned(images)), kSortedThreads, bytes, cuda::current_stream()>>>(
-          grad_output.data<T>(), rois.data<T>(), argmax.data<int64_t>(), grad_input.data<T>(), g, images);
+          grad_output.data<T>(), rois.data<T>(), argmax.data<int64_t>(), grad_input.data<T>(), g, images, chunk);
   MINIDET_CUDA_LAUNCH_CHECK("roi_pool backward_sorted_kernel");
 }
 
