@@ -13,43 +13,50 @@
 namespace minidet::ops::detail {
 
 // The coordinates of sample s = ((b*G + group)*taps + tap)*out_hw + pos, the thread index of the kernels.
+// Index is int64_t, or int32_t where the launcher has checked that every offset fits: 32-bit division and
+// multiplication are a few instructions where 64-bit ones are dozens, and they take half the registers.
+template <typename Index = int64_t>
 struct SampleIndex {
-  int64_t b, group, tap, pos, b_group;
-  __device__ SampleIndex(int64_t s, const DeformGeometry& g) {
-    const int64_t out_hw = g.out_hw(), taps = g.taps();
+  Index b, group, tap, pos, b_group;
+  __device__ SampleIndex(Index s, const DeformGeometry& g) {
+    const Index out_hw = Index(g.out_hw()), taps = Index(g.taps());
     pos = s % out_hw;
     tap = (s / out_hw) % taps;
     b_group = s / (out_hw * taps);
-    group = b_group % g.offset_groups;
-    b = b_group / g.offset_groups;
+    group = b_group % Index(g.offset_groups);
+    b = b_group / Index(g.offset_groups);
   }
-  __device__ int64_t dy_index(const DeformGeometry& g) const {
-    return (b_group * 2 * g.taps() + 2 * tap) * g.out_hw() + pos;
+  __device__ Index dy_index(const DeformGeometry& g) const {
+    return (b_group * 2 * Index(g.taps()) + 2 * tap) * Index(g.out_hw()) + pos;
   }
-  __device__ int64_t mask_index(const DeformGeometry& g) const { return (b_group * g.taps() + tap) * g.out_hw() + pos; }
-  __device__ int64_t first_channel(const DeformGeometry& g) const { return group * g.channels_per_offset_group(); }
+  __device__ Index mask_index(const DeformGeometry& g) const {
+    return (b_group * Index(g.taps()) + tap) * Index(g.out_hw()) + pos;
+  }
+  __device__ Index first_channel(const DeformGeometry& g) const {
+    return group * Index(g.channels_per_offset_group());
+  }
 };
 
 // A sample located once for every channel of its offset group: its bilinear weights and mask value (1 without
 // a mask), and each neighbour as an offset inside a channel plane, so that the channel loop below does no
 // index arithmetic beyond moving its pointers by one plane. A neighbour outside the map has inside = false:
 // it is never read (it reads as 0) and never written.
-template <typename T>
-struct LocatedSample : SampleIndex {
+template <typename T, typename Index = int64_t>
+struct LocatedSample : SampleIndex<Index> {
   DeformSample<T> at;
   T mask;
-  int64_t neighbour[4];
+  Index neighbour[4];
   bool inside[4];
-  __device__ LocatedSample(int64_t s, const T* offset, const T* mask_data, const DeformGeometry& g)
-      : SampleIndex(s, g) {
-    const int64_t dy = dy_index(g);
-    at = locate_sample<T>(g, tap / g.kernel_w, tap % g.kernel_w, pos / g.out_w, pos % g.out_w, offset[dy],
-                          offset[dy + g.out_hw()]);
-    mask = mask_data ? mask_data[mask_index(g)] : T(1);
+  __device__ LocatedSample(Index s, const T* offset, const T* mask_data, const DeformGeometry& g)
+      : SampleIndex<Index>(s, g) {
+    const Index dy = this->dy_index(g), out_w = Index(g.out_w), kernel_w = Index(g.kernel_w);
+    at = locate_sample<T>(g, this->tap / kernel_w, this->tap % kernel_w, this->pos / out_w, this->pos % out_w,
+                          offset[dy], offset[dy + Index(g.out_hw())]);
+    mask = mask_data ? mask_data[this->mask_index(g)] : T(1);
     for (int r = 0; r < 4; ++r) {
-      const int64_t y = at.y0 + r / 2, x = at.x0 + r % 2;
+      const Index y = Index(at.y0) + r / 2, x = Index(at.x0) + r % 2;
       inside[r] = at.valid && neighbour_inside(y, x, g.height, g.width);
-      neighbour[r] = inside[r] ? y * g.width + x : 0;
+      neighbour[r] = inside[r] ? y * Index(g.width) + x : 0;
     }
   }
   __device__ void read(const T* __restrict__ plane, T v[4]) const {

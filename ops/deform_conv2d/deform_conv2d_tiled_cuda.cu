@@ -27,6 +27,15 @@ constexpr int kMargin = 2;
 constexpr int64_t kMaxSliceChannels = 16;
 constexpr int64_t kTileSharedBytes = 48 << 10;
 
+// Blocks a multiprocessor must hold at once, as far as registers go. The kernel waits on its gathers and its
+// shared-memory atomics (latency, not throughput, bounds it), so what speeds it up is more warps in flight.
+// In float32 with 32-bit offsets the compiler fits the kernel in 64 registers a thread without spilling, for
+// four blocks of 256 threads; left to itself it takes a few more and gets two. Four were measured faster
+// than two on both of bench_deform_conv2d's shapes (docs/benchmarks.md). Float64, or 64-bit offsets, would
+// spill at four, so they keep the registers they need.
+template <typename T, typename Index>
+constexpr int kTiledMinBlocks = sizeof(T) == 4 && sizeof(Index) == 4 ? 4 : 1;
+
 struct TileGeometry {
   int64_t tiles_h, tiles_w;      // tiles per (image, offset group)
   int64_t window_h, window_w;    // the input window of one tile, in pixels
@@ -49,54 +58,62 @@ TileGeometry tile_geometry(const DeformGeometry& g, int64_t element_bytes) {
 }
 
 // Grid: x = (image*G + group)*tiles + tile, y = channel slice. partial: (slices, 3, samples) or null.
-template <typename T>
-__global__ void __launch_bounds__(kTileH * kTileW)
+// Index: int32_t when every offset fits (the launcher checks), else int64_t (deform_conv2d_cuda.cuh).
+template <typename T, typename Index>
+__global__ void __launch_bounds__(kTileH * kTileW, kTiledMinBlocks<T, Index>)
     deform_col2im_tiled_kernel(const T* __restrict__ grad_cols, const T* __restrict__ input,
                                const T* __restrict__ offset, const T* __restrict__ mask, T* grad_input,
                                T* __restrict__ partial, T* __restrict__ cols, ColumnLayout layout, DeformGeometry g,
                                TileGeometry t) {
   extern __shared__ unsigned char shared_bytes[];
   T* window = reinterpret_cast<T*>(shared_bytes);  // (slice channel, window row, window column)
-  const int64_t tiles = t.tiles_h * t.tiles_w, b_group = blockIdx.x / tiles, tile = blockIdx.x % tiles;
-  const int64_t b = b_group / g.offset_groups, group = b_group % g.offset_groups;
-  const int64_t p0 = tile / t.tiles_w * kTileH, q0 = tile % t.tiles_w * kTileW;
-  const int64_t p = p0 + threadIdx.y, q = q0 + threadIdx.x;
-  const int64_t slice = blockIdx.y, first = slice * t.slice_channels;
-  const int64_t count = min(t.slice_channels, g.channels_per_offset_group() - first);
-  const int64_t c0 = group * g.channels_per_offset_group() + first;
-  const int64_t row0 = p0 * g.stride_h - g.pad_h - kMargin, col0 = q0 * g.stride_w - g.pad_w - kMargin;
-  const int64_t cells = t.cells(), plane_size = g.height * g.width, taps = g.taps(), out_hw = g.out_hw();
-  const int64_t samples = static_cast<int64_t>(gridDim.x) / tiles * taps * out_hw;
+  const Index tiles = Index(t.tiles_h * t.tiles_w), tiles_w = Index(t.tiles_w);
+  const Index b_group = Index(blockIdx.x) / tiles, tile = Index(blockIdx.x) % tiles;
+  const Index b = b_group / Index(g.offset_groups), group = b_group % Index(g.offset_groups);
+  const Index p0 = tile / tiles_w * kTileH, q0 = tile % tiles_w * kTileW;
+  const Index p = p0 + Index(threadIdx.y), q = q0 + Index(threadIdx.x);
+  const Index group_channels = Index(g.channels_per_offset_group());
+  const Index slice = Index(blockIdx.y), first = slice * Index(t.slice_channels);
+  const Index count = min(Index(t.slice_channels), group_channels - first);
+  const Index c0 = group * group_channels + first;
+  const Index row0 = p0 * Index(g.stride_h) - Index(g.pad_h) - kMargin;
+  const Index col0 = q0 * Index(g.stride_w) - Index(g.pad_w) - kMargin;
+  const Index window_h = Index(t.window_h), window_w = Index(t.window_w), cells = window_h * window_w;
+  const Index plane_size = Index(g.height * g.width), taps = Index(g.taps()), out_hw = Index(g.out_hw());
+  const Index samples = Index(gridDim.x) / tiles * taps * out_hw;
+  const Index col_step = taps * Index(layout.row_stride), grad_col_step = taps * out_hw;
   const int thread = threadIdx.y * kTileW + threadIdx.x;
-  for (int64_t i = thread; i < count * cells; i += kTileH * kTileW) window[i] = T(0);
+  for (Index i = thread; i < count * cells; i += kTileH * kTileW) window[i] = T(0);
   __syncthreads();
-  if (p < g.out_h && q < g.out_w) {
-    for (int64_t tap = 0; tap < taps; ++tap) {
-      const int64_t s = (b_group * taps + tap) * out_hw + p * g.out_w + q;
-      const LocatedSample<T> si(s, offset, mask, g);
-      int64_t cell[4];  // the neighbour's place in the window, or -1 when it falls outside
+  if (p < Index(g.out_h) && q < Index(g.out_w)) {
+    const T* plane0 = input + (b * Index(g.channels) + c0) * plane_size;
+    T* grad_plane0 = grad_input + (b * Index(g.channels) + c0) * plane_size;
+    for (Index tap = 0; tap < taps; ++tap) {
+      const Index s = (b_group * taps + tap) * out_hw + p * Index(g.out_w) + q;
+      const LocatedSample<T, Index> si(s, offset, mask, g);
+      Index cell[4];  // the neighbour's place in the window, or -1 when it falls outside
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const int64_t wy = si.at.y0 + r / 2 - row0, wx = si.at.x0 + r % 2 - col0;
-        cell[r] = si.inside[r] && wy >= 0 && wy < t.window_h && wx >= 0 && wx < t.window_w ? wy * t.window_w + wx : -1;
+        const Index wy = Index(si.at.y0) + r / 2 - row0, wx = Index(si.at.x0) + r % 2 - col0;
+        cell[r] = si.inside[r] && wy >= 0 && wy < window_h && wx >= 0 && wx < window_w ? wy * window_w + wx : -1;
       }
       T weight[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) weight[r] = si.mask * neighbour_weight(si.at, r);
-      const T* plane = input + (b * g.channels + c0) * plane_size;
-      T* grad_plane = grad_input + (b * g.channels + c0) * plane_size;
-      const T* grad_col = grad_cols + ((b * g.channels + c0) * taps + tap) * out_hw + si.pos;
-      T* col = cols ? cols + layout.index(b, c0 * taps + tap, si.pos) : nullptr;
+      const T* plane = plane0;
+      T* grad_plane = grad_plane0;
+      const T* grad_col = grad_cols + ((b * Index(g.channels) + c0) * taps + tap) * out_hw + si.pos;
+      T* col = cols ? cols + Index(layout.index(b, c0 * taps + tap, si.pos)) : nullptr;
       T sum_dy = 0, sum_dx = 0, sum_value = 0;
-      for (int64_t c = 0; c < count; ++c, plane += plane_size, grad_plane += plane_size, grad_col += taps * out_hw) {
+      for (Index c = 0; c < count; ++c, plane += plane_size, grad_plane += plane_size, grad_col += grad_col_step) {
         if (!si.at.valid) {
-          if (col) col[c * taps * layout.row_stride] = T(0);
+          if (col) col[c * col_step] = T(0);
           continue;
         }
         T v[4];
         si.read(plane, v);
         const T value = interpolate(si.at, v), dcol = *grad_col;
-        if (col) col[c * taps * layout.row_stride] = si.mask * value;
+        if (col) col[c * col_step] = si.mask * value;
         sum_value += dcol * value;
         sum_dy += dcol * interpolate_dy(si.at, v);
         sum_dx += dcol * interpolate_dx(si.at, v);
@@ -119,11 +136,11 @@ __global__ void __launch_bounds__(kTileH * kTileW)
   }
   __syncthreads();
   // One global atomic per touched pixel of the window (pixels outside the image are never touched).
-  for (int64_t i = thread; i < count * cells; i += kTileH * kTileW) {
+  for (Index i = thread; i < count * cells; i += kTileH * kTileW) {
     const T value = window[i];
     if (value == T(0)) continue;
-    const int64_t c = i / cells, y = row0 + (i % cells) / t.window_w, x = col0 + (i % cells) % t.window_w;
-    atomicAdd(grad_input + (b * g.channels + c0 + c) * plane_size + y * g.width + x, value);
+    const Index c = i / cells, y = row0 + (i % cells) / window_w, x = col0 + (i % cells) % window_w;
+    atomicAdd(grad_input + (b * Index(g.channels) + c0 + c) * plane_size + y * Index(g.width) + x, value);
   }
 }
 
@@ -164,12 +181,23 @@ bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, cons
   const dim3 grid(static_cast<unsigned>(input.size(0) * g.offset_groups * tiles.tiles_h * tiles.tiles_w),
                   static_cast<unsigned>(tiles.slices));
   const size_t shared = static_cast<size_t>(tiles.slice_channels * tiles.cells() * element_size(input.dtype()));
+  // 32-bit offsets when the largest tensor the kernel indexes allows (grad_cols and cols have as many
+  // entries; partial has 3 * slices per sample), with room for the pointer steps past the last element.
+  const int64_t largest = std::max({input.numel(), grad_cols.numel(), offset.numel(), 3 * tiles.slices * samples,
+                                    out.cols.defined() ? out.cols.numel() : int64_t(0)});
+  const bool index32 = largest < (int64_t(1) << 31) - (int64_t(1) << 24);
   cudaStream_t stream = cuda::current_stream();
   MINIDET_DISPATCH_FLOATING(input.dtype(), "deform_conv2d", [&] {
     using T = scalar_t;
-    deform_col2im_tiled_kernel<T><<<grid, dim3(kTileW, kTileH), shared, stream>>>(
-        grad_cols.data<T>(), input.data<T>(), offset.data<T>(), data_or_null<T>(mask), out.grad_input.data<T>(),
-        data_or_null<T>(partial), data_or_null<T>(out.cols), out.cols_layout, g, tiles);
+    const auto launch = [&](auto index) {
+      deform_col2im_tiled_kernel<T, decltype(index)><<<grid, dim3(kTileW, kTileH), shared, stream>>>(
+          grad_cols.data<T>(), input.data<T>(), offset.data<T>(), data_or_null<T>(mask), out.grad_input.data<T>(),
+          data_or_null<T>(partial), data_or_null<T>(out.cols), out.cols_layout, g, tiles);
+    };
+    if (index32)
+      launch(int32_t());
+    else
+      launch(int64_t());
     MINIDET_CUDA_LAUNCH_CHECK("deform_col2im_tiled_kernel");
     if (coordinates) {
       sum_slices_kernel<T><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
