@@ -22,22 +22,24 @@ namespace minidet::ops::detail {
 namespace {
 
 // Thread e handles sample e % samples for the channels of slice e / samples of its offset group: with few
-// samples (a small batch, few positions) slicing the channels keeps enough threads in flight.
-template <typename T>
-__global__ void deform_im2col_kernel(int64_t samples, int64_t slice_channels, const T* __restrict__ input,
+// samples (a small batch, few positions) slicing the channels keeps enough threads in flight. Index: int32_t
+// when every offset fits (the launcher checks), else int64_t.
+template <typename T, typename Index>
+__global__ void deform_im2col_kernel(Index samples, Index slice_channels, const T* __restrict__ input,
                                      const T* __restrict__ offset, const T* __restrict__ mask, T* __restrict__ cols,
                                      ColumnLayout layout, DeformGeometry g) {
-  const int64_t plane_size = g.height * g.width, group_channels = g.channels_per_offset_group();
-  const int64_t slices = (group_channels + slice_channels - 1) / slice_channels;
-  MINIDET_KERNEL_LOOP(e, samples * slices) {
-    const LocatedSample<T> si(e % samples, offset, mask, g);
-    const int64_t first = (e / samples) * slice_channels, count = min(slice_channels, group_channels - first);
-    const int64_t c0 = si.first_channel(g) + first;
-    const T* plane = input + (si.b * g.channels + c0) * plane_size;
-    T* col = cols + layout.index(si.b, c0 * g.taps() + si.tap, si.pos);
-    const int64_t col_step = g.taps() * layout.row_stride;  // next channel, same tap
+  const Index plane_size = Index(g.height * g.width), group_channels = Index(g.channels_per_offset_group());
+  const Index slices = (group_channels + slice_channels - 1) / slice_channels, taps = Index(g.taps());
+  const Index col_step = taps * Index(layout.row_stride);  // next channel, same tap
+  for (Index e = Index(blockIdx.x) * blockDim.x + threadIdx.x; e < samples * slices;
+       e += Index(blockDim.x) * gridDim.x) {
+    const LocatedSample<T, Index> si(e % samples, offset, mask, g);
+    const Index first = (e / samples) * slice_channels, count = min(slice_channels, group_channels - first);
+    const Index c0 = si.first_channel(g) + first;
+    const T* plane = input + (si.b * Index(g.channels) + c0) * plane_size;
+    T* col = cols + Index(layout.index(si.b, c0 * taps + si.tap, si.pos));
 #pragma unroll 4
-    for (int64_t c = 0; c < count; ++c, plane += plane_size, col += col_step) {
+    for (Index c = 0; c < count; ++c, plane += plane_size, col += col_step) {
       T v[4];
       si.read(plane, v);
       *col = si.at.valid ? si.mask * interpolate(si.at, v) : T(0);
@@ -119,9 +121,19 @@ void deform_im2col_cuda(const Tensor& input, const Tensor& offset, const Tensor&
   MINIDET_DISPATCH_FLOATING(input.dtype(), "deform_conv2d", [&] {
     const int64_t slice_channels = channels_per_slice(samples, g.channels_per_offset_group());
     const int64_t threads = samples * ((g.channels_per_offset_group() + slice_channels - 1) / slice_channels);
-    deform_im2col_kernel<scalar_t><<<cuda::blocks_for(threads), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-        samples, slice_channels, input.data<scalar_t>(), offset.data<scalar_t>(), data_or_null<scalar_t>(mask),
-        cols.data<scalar_t>(), layout, g);
+    const int64_t largest = std::max({input.numel(), offset.numel(), cols.numel(), threads});
+    const auto launch = [&](auto index) {
+      using Index = decltype(index);
+      deform_im2col_kernel<scalar_t, Index>
+          <<<cuda::blocks_for(threads), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+              Index(samples), Index(slice_channels), input.data<scalar_t>(), offset.data<scalar_t>(),
+              data_or_null<scalar_t>(mask), cols.data<scalar_t>(), layout, g);
+    };
+    // 32-bit offsets when every tensor allows, with room for the pointer steps past the last element.
+    if (largest < (int64_t(1) << 31) - (int64_t(1) << 24))
+      launch(int32_t());
+    else
+      launch(int64_t());
     MINIDET_CUDA_LAUNCH_CHECK("deform_im2col_kernel");
   });
 }

@@ -12,6 +12,7 @@
 // The offset and mask gradients sum over channels, which are split across blocks: each block writes its
 // slice's partial sums, and sum_slices_kernel adds the slices in a fixed order (no atomics there).
 #include <algorithm>
+#include <cstdint>
 
 #include "core/factories.h"
 #include "ops/deform_conv2d/deform_conv2d_cuda.cuh"
@@ -21,9 +22,9 @@ namespace {
 
 constexpr int kTileH = 8, kTileW = 32;  // one thread per output position of the tile: 256 threads
 constexpr int kMargin = 2;
-// Channels per block at most. Thinner slices give more blocks but locate every sample again per slice, so a
-// slice is not cut thinner just to fill the GPU: each block shares one sample's neighbours and weights over up
-// to this many channels (the choice was timed on bench_deform_conv2d's workloads, docs/benchmarks.md).
+// Channels per block at most. Thinner slices give more blocks but locate every sample again per slice: each
+// block shares one sample's neighbours and weights over up to this many channels (timed on
+// bench_deform_conv2d's workloads, docs/benchmarks.md). choose_slice() thins it only to even out the waves.
 constexpr int64_t kMaxSliceChannels = 16;
 constexpr int64_t kTileSharedBytes = 48 << 10;
 
@@ -55,6 +56,32 @@ TileGeometry tile_geometry(const DeformGeometry& g, int64_t element_bytes) {
   t.slice_channels = std::min<int64_t>({group_channels, kMaxSliceChannels, fit});
   t.slices = t.slice_channels > 0 ? (group_channels + t.slice_channels - 1) / t.slice_channels : 0;
   return t;
+}
+
+// The GPU runs the grid in waves of (blocks a multiprocessor holds) x (multiprocessors), and a last wave
+// that is only partly full takes as long as a full one. So the slice may be thinned, to a half or a quarter
+// of the thickest, when that shortens waves x channels per block, the time the busiest multiprocessor
+// spends; ties keep the thicker slice, which locates each sample fewer times. E.g. 672 blocks of 16
+// channels on 132 multiprocessors holding 4 each are 2 waves x 16, and 1,344 of 8 are 3 x 8.
+template <typename Kernel>
+void choose_slice(TileGeometry& t, const DeformGeometry& g, int64_t tile_blocks, int64_t element_bytes,
+                  Kernel* kernel) {
+  const int64_t group_channels = g.channels_per_offset_group(), thickest = t.slice_channels;
+  int64_t best_cost = INT64_MAX;
+  for (int64_t c = thickest; c >= 1 && c * 4 >= thickest; c = (c + 1) / 2) {
+    const int64_t slices = (group_channels + c - 1) / c;
+    int resident = 0;
+    MINIDET_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kTileH * kTileW,
+                                                                     size_t(c * t.cells() * element_bytes)));
+    const int64_t slots = std::max(1, resident) * int64_t(cuda::multiprocessor_count());
+    const int64_t cost = (tile_blocks * slices + slots - 1) / slots * c;
+    if (cost < best_cost) {
+      best_cost = cost;
+      t.slice_channels = c;
+      t.slices = slices;
+    }
+    if (c == 1) break;
+  }
 }
 
 // Grid: x = (image*G + group)*tiles + tile, y = channel slice. partial: (slices, 3, samples) or null.
@@ -171,40 +198,46 @@ __global__ void sum_slices_kernel(int64_t samples, int64_t slices, const T* __re
 
 bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
                               const DeformGeometry& g, const DeformBackwardOutputs& out) {
-  const TileGeometry tiles = tile_geometry(g, static_cast<int64_t>(element_size(input.dtype())));
+  const int64_t element_bytes = static_cast<int64_t>(element_size(input.dtype()));
+  TileGeometry tiles = tile_geometry(g, element_bytes);
   if (tiles.slices == 0) return false;
   cuda::DeviceGuard guard(input.device());
   const int64_t samples = input.size(0) * g.offset_groups * g.taps() * g.out_hw();
+  const int64_t tile_blocks = input.size(0) * g.offset_groups * tiles.tiles_h * tiles.tiles_w;
   const bool coordinates = out.grad_offset.defined() || out.grad_mask.defined();
-  // Per slice, per sample: the slice's sums of dcols * dS/dy, dcols * dS/dx and dcols * S.
-  const Tensor partial = coordinates ? empty({tiles.slices * 3 * samples}, input.options()) : Tensor();
-  const dim3 grid(static_cast<unsigned>(input.size(0) * g.offset_groups * tiles.tiles_h * tiles.tiles_w),
-                  static_cast<unsigned>(tiles.slices));
-  const size_t shared = static_cast<size_t>(tiles.slice_channels * tiles.cells() * element_size(input.dtype()));
   // 32-bit offsets when the largest tensor the kernel indexes allows (grad_cols and cols have as many
-  // entries; partial has 3 * slices per sample), with room for the pointer steps past the last element.
-  const int64_t largest = std::max({input.numel(), grad_cols.numel(), offset.numel(), 3 * tiles.slices * samples,
+  // entries; partial has 3 per sample and slice, at most as many slices as choose_slice's thinnest gives),
+  // with room for the pointer steps past the last element.
+  const int64_t thinnest = (tiles.slice_channels + 3) / 4;
+  const int64_t most_slices = (g.channels_per_offset_group() + thinnest - 1) / thinnest;
+  const int64_t largest = std::max({input.numel(), grad_cols.numel(), offset.numel(), 3 * most_slices * samples,
                                     out.cols.defined() ? out.cols.numel() : int64_t(0)});
   const bool index32 = largest < (int64_t(1) << 31) - (int64_t(1) << 24);
   cudaStream_t stream = cuda::current_stream();
   MINIDET_DISPATCH_FLOATING(input.dtype(), "deform_conv2d", [&] {
     using T = scalar_t;
     const auto launch = [&](auto index) {
-      deform_col2im_tiled_kernel<T, decltype(index)><<<grid, dim3(kTileW, kTileH), shared, stream>>>(
+      auto* kernel = deform_col2im_tiled_kernel<T, decltype(index)>;
+      choose_slice(tiles, g, tile_blocks, element_bytes, kernel);
+      // Per slice, per sample: the slice's sums of dcols * dS/dy, dcols * dS/dx and dcols * S.
+      const Tensor partial = coordinates ? empty({tiles.slices * 3 * samples}, input.options()) : Tensor();
+      const dim3 grid(static_cast<unsigned>(tile_blocks), static_cast<unsigned>(tiles.slices));
+      const size_t shared = static_cast<size_t>(tiles.slice_channels * tiles.cells() * element_bytes);
+      kernel<<<grid, dim3(kTileW, kTileH), shared, stream>>>(
           grad_cols.data<T>(), input.data<T>(), offset.data<T>(), data_or_null<T>(mask), out.grad_input.data<T>(),
           data_or_null<T>(partial), data_or_null<T>(out.cols), out.cols_layout, g, tiles);
+      MINIDET_CUDA_LAUNCH_CHECK("deform_col2im_tiled_kernel");
+      if (coordinates) {
+        sum_slices_kernel<T><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
+            samples, tiles.slices, partial.data<T>(), data_or_null<T>(mask), data_or_null<T>(out.grad_offset),
+            data_or_null<T>(out.grad_mask), g);
+        MINIDET_CUDA_LAUNCH_CHECK("sum_slices_kernel");
+      }
     };
     if (index32)
       launch(int32_t());
     else
       launch(int64_t());
-    MINIDET_CUDA_LAUNCH_CHECK("deform_col2im_tiled_kernel");
-    if (coordinates) {
-      sum_slices_kernel<T><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
-          samples, tiles.slices, partial.data<T>(), data_or_null<T>(mask), data_or_null<T>(out.grad_offset),
-          data_or_null<T>(out.grad_mask), g);
-      MINIDET_CUDA_LAUNCH_CHECK("sum_slices_kernel");
-    }
   });
   return true;
 }
