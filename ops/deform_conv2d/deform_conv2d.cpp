@@ -105,10 +105,10 @@ void deform_im2col(const Tensor& input, const Tensor& offset, const Tensor& mask
 }
 
 void deform_col2im(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
-                   const DeformGeometry& g, const DeformBackwardOutputs& out) {
+                   const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out) {
   MINIDET_DEVICE_SWITCH(
-      input, ops::detail::deform_col2im_cpu(grad_cols, input, offset, mask, g, out),
-      ops::detail::deform_col2im_cuda(grad_cols, input, offset, mask, g, out, DeterministicMode::is_enabled()));
+      input, ops::detail::deform_col2im_cpu(grad_cols, input, offset, mask, layout, g, out),
+      ops::detail::deform_col2im_cuda(grad_cols, input, offset, mask, layout, g, out, DeterministicMode::is_enabled()));
 }
 
 // The contiguous operands every raw pass works on (mask undefined for DCNv1).
@@ -165,38 +165,37 @@ DeformGrads deform_conv2d_backward_raw(const Tensor& grad_any, const Operands& x
   Tensor grad_cols = need_sampling_grads ? empty({chunk * rows * out_hw}, x.input.options()) : Tensor();
   const Tensor ones_column = need_bias ? ones({chunk * out_hw, 1}, x.input.options()) : Tensor();
   for (int64_t start = 0; start < batch; start += chunk) {
-    const int64_t b_count = std::min(chunk, batch - start);
+    const int64_t b_count = std::min(chunk, batch - start), k = b_count * out_hw;
     const Tensor grad_chunk = grad_out.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
     const Tensor input = x.input.narrow(0, start, b_count), offset = x.offset.narrow(0, start, b_count);
     const Tensor mask = narrow_or_undefined(x.mask, start, b_count);
-    // The columns for dW: rows first, so that the chunk is one (rows, b*out_hw) matrix.
-    const Tensor cols_chunk = need_weight ? cols.narrow(0, 0, b_count * rows * out_hw) : Tensor();
-    const ColumnLayout cols_layout = ColumnLayout::rows_first(g, b_count);
+    // dY is (b, C_out, out_hw) in memory; one copy puts it in (C_out, b*out_hw), the layout of the columns,
+    // which are rows first: the chunk is one (rows, b*out_hw) matrix for all three GEMMs below.
+    const Tensor grad_by_channel = grad_chunk.transpose(0, 1).contiguous().view({out_channels, k});
+    const ColumnLayout layout = ColumnLayout::rows_first(g, b_count);
+    const Tensor cols_chunk = need_weight ? cols.narrow(0, 0, rows * k).view({rows, k}) : Tensor();
     if (need_sampling_grads) {
-      // dcols = W^T dY, then one pass over the samples gives dx, d offset, d mask and the columns for dW.
-      const Tensor grad_cols_chunk = grad_cols.narrow(0, 0, b_count * rows * out_hw).view({b_count, rows, out_hw});
-      ops::detail::output_grad_to_columns(x.weight, grad_chunk, grad_cols_chunk, groups);
+      // dcols_g = W_g^T dY_g, one GEMM per group for the chunk; then one pass over the samples gives dx,
+      // d offset, d mask and the columns for dW.
+      const Tensor grad_cols_chunk = grad_cols.narrow(0, 0, rows * k);
+      const int64_t out_g = out_channels / groups, rows_g = rows / groups;
+      ops::gemm_batched(x.weight.view({groups, out_g, rows_g}).transpose(1, 2),
+                        grad_by_channel.view({groups, out_g, k}), grad_cols_chunk.view({groups, rows_g, k}));
       DeformBackwardOutputs out;
       out.grad_input = narrow_or_undefined(grads.input, start, b_count);
       out.grad_offset = narrow_or_undefined(grads.offset, start, b_count);
       out.grad_mask = narrow_or_undefined(grads.mask, start, b_count);
       out.cols = cols_chunk;
-      out.cols_layout = cols_layout;
-      deform_col2im(grad_cols_chunk, input, offset, mask, g, out);
+      deform_col2im(grad_cols_chunk, input, offset, mask, layout, g, out);
     } else if (need_weight) {
-      deform_im2col(input, offset, mask, cols_chunk, cols_layout, g);
+      deform_im2col(input, offset, mask, cols_chunk, layout, g);
     }
-    if (!need_weight && !need_bias) continue;
-    // dY is (b, C_out, out_hw) in memory; one copy puts it in (C_out, b*out_hw), the layout of the columns.
-    const Tensor grad_by_channel = grad_chunk.transpose(0, 1).contiguous().view({out_channels, b_count * out_hw});
     if (need_weight)  // dW_g += dY_g (C_out/G, b*out_hw) @ cols_g^T: one K for the chunk (conv2d_lowering.h)
-      ops::detail::add_chunk(grads.weight, ops::detail::chunk_weight_grad(
-                                               grad_by_channel, cols_chunk.view({rows, b_count * out_hw}), groups)
-                                               .view(x.weight.sizes()));
+      ops::detail::add_chunk(
+          grads.weight, ops::detail::chunk_weight_grad(grad_by_channel, cols_chunk, groups).view(x.weight.sizes()));
     // db += dY (C_out, b*out_hw) @ ones: a matrix-vector product, faster than a generic reduction.
     if (need_bias)
-      ops::gemm(grad_by_channel, ones_column.narrow(0, 0, b_count * out_hw), grads.bias.view({out_channels, 1}), 1.0,
-                1.0);
+      ops::gemm(grad_by_channel, ones_column.narrow(0, 0, k), grads.bias.view({out_channels, 1}), 1.0, 1.0);
   }
   if (need_weight && !grads.weight.defined()) grads.weight = zeros(x.weight.sizes(), x.weight.options());  // batch 0
   return grads;

@@ -85,7 +85,7 @@ void coordinate_grad_kernel(const T* grad_cols, const T* input, const T* offset,
       std::fill(sum_value.begin(), sum_value.end(), T(0));
       for (int64_t c = group * group_channels; c < (group + 1) * group_channels; ++c) {
         const T* plane = input + (b * g.channels + c) * plane_size;
-        const T* grad_row = grad_cols + ((b * g.channels + c) * taps + tap) * out_hw;
+        const T* grad_row = grad_cols + layout.index(b, c * taps + tap, 0);
         T* cols_row = cols ? cols + layout.index(b, c * taps + tap, 0) : nullptr;
         for (int64_t pos = 0; pos < out_hw; ++pos) {
           const DeformSample<T>& s = samples[pos];
@@ -120,8 +120,8 @@ void coordinate_grad_kernel(const T* grad_cols, const T* input, const T* offset,
 // position), so the sums are race-free and deterministic. Each unit locates its samples again: as cheap as
 // the scatter itself, and it lets every plane run in parallel.
 template <typename T>
-void input_grad_kernel(const T* grad_cols, const T* offset, const T* mask, T* grad_input, int64_t batch,
-                       const DeformGeometry& g) {
+void input_grad_kernel(const T* grad_cols, const ColumnLayout& layout, const T* offset, const T* mask, T* grad_input,
+                       int64_t batch, const DeformGeometry& g) {
   const int64_t taps = g.taps(), out_hw = g.out_hw(), group_channels = g.channels_per_offset_group();
   const int64_t plane_size = g.height * g.width, planes = batch * g.channels;
 #pragma omp parallel if (planes * taps * out_hw > kParallelAbove)
@@ -136,7 +136,7 @@ void input_grad_kernel(const T* grad_cols, const T* offset, const T* mask, T* gr
         const T* dy = offset + (b_group * 2 * taps + 2 * tap) * out_hw;
         locate_tap(g, tap, dy, dy + out_hw, samples);
         const T* tap_mask = mask ? mask + (b_group * taps + tap) * out_hw : nullptr;
-        const T* grad_row = grad_cols + (plane * taps + tap) * out_hw;
+        const T* grad_row = grad_cols + layout.index(b, c * taps + tap, 0);
         for (int64_t pos = 0; pos < out_hw; ++pos) {
           const DeformSample<T>& s = samples[pos];
           if (!s.valid) continue;
@@ -167,16 +167,16 @@ void deform_im2col_cpu(const Tensor& input, const Tensor& offset, const Tensor& 
 }
 
 void deform_col2im_cpu(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
-                       const DeformGeometry& g, const DeformBackwardOutputs& out) {
+                       const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out) {
   MINIDET_DISPATCH_FLOATING(input.dtype(), "deform_conv2d", [&] {
     using T = scalar_t;
     if (out.grad_offset.defined() || out.grad_mask.defined() || out.cols.defined())
       coordinate_grad_kernel<T>(grad_cols.data<T>(), input.data<T>(), offset.data<T>(), data_or_null<T>(mask),
                                 data_or_null<T>(out.grad_offset), data_or_null<T>(out.grad_mask),
-                                data_or_null<T>(out.cols), out.cols_layout, input.size(0), g);
+                                data_or_null<T>(out.cols), layout, input.size(0), g);
     if (out.grad_input.defined())
-      input_grad_kernel<T>(grad_cols.data<T>(), offset.data<T>(), data_or_null<T>(mask), out.grad_input.data<T>(),
-                           input.size(0), g);
+      input_grad_kernel<T>(grad_cols.data<T>(), layout, offset.data<T>(), data_or_null<T>(mask),
+                           out.grad_input.data<T>(), input.size(0), g);
   });
 }
 

@@ -56,8 +56,8 @@ int64_t channels_per_slice(int64_t samples, int64_t group_channels) {
   return (group_channels + slices - 1) / slices;
 }
 
-// Any output pointer may be null (not needed). grad_input: atomicAdd into a zeroed buffer. grad_cols is
-// per_image; cols is written in `layout`.
+// Any output pointer may be null (not needed). grad_input: atomicAdd into a zeroed buffer. grad_cols is read,
+// and cols written, in `layout`.
 template <typename T>
 __global__ void deform_col2im_fused_kernel(int64_t samples, const T* __restrict__ grad_cols,
                                            const T* __restrict__ input, const T* __restrict__ offset,
@@ -78,12 +78,12 @@ __global__ void deform_col2im_fused_kernel(int64_t samples, const T* __restrict_
     } else {
       const T* plane = input + (si.b * g.channels + c0) * plane_size;
       T* grad_plane = grad_input ? grad_input + (si.b * g.channels + c0) * plane_size : nullptr;
-      const T* grad_col = grad_cols + ((si.b * g.channels + c0) * taps + si.tap) * out_hw + si.pos;
+      const T* grad_col = grad_cols + layout.index(si.b, c0 * taps + si.tap, si.pos);
       T weight[4];  // m * bilinear weight: what one unit of dcols sends to each neighbour
 #pragma unroll
       for (int r = 0; r < 4; ++r) weight[r] = si.mask * neighbour_weight(si.at, r);
 #pragma unroll 2
-      for (int64_t c = 0; c < group_channels; ++c, plane += plane_size, grad_col += taps * out_hw) {
+      for (int64_t c = 0; c < group_channels; ++c, plane += plane_size, grad_col += col_step) {
         T v[4];
         si.read(plane, v);
         const T value = interpolate(si.at, v), dcol = *grad_col;
@@ -139,7 +139,8 @@ void deform_im2col_cuda(const Tensor& input, const Tensor& offset, const Tensor&
 }
 
 void deform_col2im_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
-                        const DeformGeometry& g, const DeformBackwardOutputs& out, bool deterministic) {
+                        const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out,
+                        bool deterministic) {
   cuda::DeviceGuard guard(input.device());
   const int64_t samples = input.size(0) * g.offset_groups * g.taps() * g.out_hw();
   if (samples == 0) return;
@@ -147,18 +148,18 @@ void deform_col2im_cuda(const Tensor& grad_cols, const Tensor& input, const Tens
     using T = scalar_t;
     cudaStream_t stream = cuda::current_stream();
     if (out.grad_input.defined() && !deterministic &&
-        deform_col2im_tiled_cuda(grad_cols, input, offset, mask, g, out))
+        deform_col2im_tiled_cuda(grad_cols, input, offset, mask, layout, g, out))
       return;
     const bool atomic_input = out.grad_input.defined() && !deterministic;
     if (atomic_input || out.grad_offset.defined() || out.grad_mask.defined() || out.cols.defined()) {
       deform_col2im_fused_kernel<T><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
           samples, grad_cols.data<T>(), input.data<T>(), offset.data<T>(), data_or_null<T>(mask),
           atomic_input ? out.grad_input.data<T>() : nullptr, data_or_null<T>(out.grad_offset),
-          data_or_null<T>(out.grad_mask), data_or_null<T>(out.cols), out.cols_layout, g);
+          data_or_null<T>(out.grad_mask), data_or_null<T>(out.cols), layout, g);
       MINIDET_CUDA_LAUNCH_CHECK("deform_col2im_fused_kernel");
     }
     if (out.grad_input.defined() && deterministic)
-      deform_input_grad_sorted_cuda(grad_cols, offset, mask, out.grad_input, g);
+      deform_input_grad_sorted_cuda(grad_cols, layout, offset, mask, out.grad_input, g);
   });
 }
 

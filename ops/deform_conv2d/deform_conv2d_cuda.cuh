@@ -74,9 +74,9 @@ T* data_or_null(const Tensor& t) {
 // when a tile's input window does not fit in shared memory (huge stride or dilation): then the caller uses
 // the one-pass kernel.
 bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
-                              const DeformGeometry& g, const DeformBackwardOutputs& out);
+                              const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out);
 // grad_input = col2im(grad_cols) in a fixed order (deterministic); grad_input is overwritten.
-void deform_input_grad_sorted_cuda(const Tensor& grad_cols, const Tensor& offset, const Tensor& mask,
-                                   const Tensor& grad_input, const DeformGeometry& g);
+void deform_input_grad_sorted_cuda(const Tensor& grad_cols, const ColumnLayout& layout, const Tensor& offset,
+                                   const Tensor& mask, const Tensor& grad_input, const DeformGeometry& g);
 
 }  // namespace minidet::ops::detail

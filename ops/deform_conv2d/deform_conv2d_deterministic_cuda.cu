@@ -45,18 +45,18 @@ __global__ void run_bounds_kernel(int64_t entries, const int64_t* sorted_keys, i
 
 // Deterministic step 4: one thread per grad_input element (b, c, y, x), summing its pixel's run in order.
 template <typename T>
-__global__ void gather_input_grad_kernel(int64_t n, const T* grad_cols, const int64_t* sorted_ids,
+__global__ void gather_input_grad_kernel(int64_t n, const T* grad_cols, ColumnLayout layout, const int64_t* sorted_ids,
                                          const T* weights, const int64_t* begin, const int64_t* end, T* grad_input,
                                          DeformGeometry g) {
   const int64_t plane_size = g.height * g.width, out_hw = g.out_hw(), taps = g.taps();
   MINIDET_KERNEL_LOOP(e, n) {
     const int64_t pixel = e % plane_size, c = (e / plane_size) % g.channels, b = e / (plane_size * g.channels);
     const int64_t key = (b * g.offset_groups + c / g.channels_per_offset_group()) * plane_size + pixel;
-    const T* grad_cols_c = grad_cols + (b * g.channels + c) * taps * out_hw;  // (tap, pos) of channel c
+    const T* grad_cols_c = grad_cols + layout.index(b, c * taps, 0);  // tap t of channel c: t * row_stride
     T sum = 0;
     for (int64_t i = begin[key]; i < end[key]; ++i) {
       const int64_t id = sorted_ids[i], s = id / 4;
-      sum += weights[id] * grad_cols_c[(s / out_hw) % taps * out_hw + s % out_hw];
+      sum += weights[id] * grad_cols_c[(s / out_hw) % taps * layout.row_stride + s % out_hw];
     }
     grad_input[e] = sum;
   }
@@ -69,8 +69,8 @@ int bits_for(int64_t value) {
 }
 
 template <typename T>
-void deterministic_input_grad(const Tensor& grad_cols, const Tensor& offset, const Tensor& mask,
-                              const Tensor& grad_input, const DeformGeometry& g) {
+void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layout, const Tensor& offset,
+                              const Tensor& mask, const Tensor& grad_input, const DeformGeometry& g) {
   const int64_t batch = grad_input.size(0), samples = batch * g.offset_groups * g.taps() * g.out_hw();
   const int64_t entries = samples * 4, key_none = batch * g.offset_groups * g.height * g.width;
   const TensorOptions index_options(kInt64, grad_input.device());
@@ -99,17 +99,18 @@ void deterministic_input_grad(const Tensor& grad_cols, const Tensor& offset, con
   MINIDET_CUDA_LAUNCH_CHECK("run_bounds_kernel");
   const int64_t n = grad_input.numel();
   gather_input_grad_kernel<T><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
-      n, grad_cols.data<T>(), sorted_ids.data<int64_t>(), weights.data<T>(), begin.data<int64_t>(),
+      n, grad_cols.data<T>(), layout, sorted_ids.data<int64_t>(), weights.data<T>(), begin.data<int64_t>(),
       end.data<int64_t>(), grad_input.data<T>(), g);
   MINIDET_CUDA_LAUNCH_CHECK("gather_input_grad_kernel");
 }
 
 }  // namespace
 
-void deform_input_grad_sorted_cuda(const Tensor& grad_cols, const Tensor& offset, const Tensor& mask,
-                                   const Tensor& grad_input, const DeformGeometry& g) {
-  MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "deform_conv2d",
-                            [&] { deterministic_input_grad<scalar_t>(grad_cols, offset, mask, grad_input, g); });
+void deform_input_grad_sorted_cuda(const Tensor& grad_cols, const ColumnLayout& layout, const Tensor& offset,
+                                   const Tensor& mask, const Tensor& grad_input, const DeformGeometry& g) {
+  MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "deform_conv2d", [&] {
+    deterministic_input_grad<scalar_t>(grad_cols, layout, offset, mask, grad_input, g);
+  });
 }
 
 }  // namespace minidet::ops::detail

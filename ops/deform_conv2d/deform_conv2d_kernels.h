@@ -93,9 +93,10 @@ MINIDET_HOST_DEVICE inline T interpolate_dx(const DeformSample<T>& s, const T v[
 
 // Where column entry (image b, row = c*kh*kw + k, output position pos) of a chunk of B images lives in a
 // column buffer: b*image_stride + row*row_stride + pos.
-//   per_image  (B, rows, out_hw): one matrix per image; the forward GEMM reads it, dcols is always in it.
-//   rows_first (rows, B, out_hw): the whole chunk as one (rows, B*out_hw) matrix, so that the weight
-//              gradient dW = dY (C_out, B*out_hw) @ cols^T is a single GEMM per group instead of one per image.
+//   per_image  (B, rows, out_hw): one matrix per image; the forward GEMM reads it.
+//   rows_first (rows, B, out_hw): the whole chunk as one (rows, B*out_hw) matrix, the backward's: with dY
+//              copied once to (C_out, B*out_hw), dcols = W^T dY and dW = dY cols^T are each one GEMM per
+//              group for the chunk, and dcols and the recomputed cols share one layout.
 struct ColumnLayout {
   int64_t image_stride, row_stride;
   static ColumnLayout per_image(const DeformGeometry& g) { return {g.column_rows() * g.out_hw(), g.out_hw()}; }
@@ -110,22 +111,22 @@ struct DeformBackwardOutputs {
   Tensor grad_input;   // (B, C, H, W)
   Tensor grad_offset;  // (B, 2*G*kh*kw, H_out, W_out)
   Tensor grad_mask;    // (B, G*kh*kw, H_out, W_out); only with a mask
-  Tensor cols;         // the forward columns again, for dW, in cols_layout
-  ColumnLayout cols_layout{0, 0};
+  Tensor cols;         // the forward columns again, for dW, in the layout of grad_cols
 };
 
 // mask may be undefined (DCNv1: every mask value is 1).
-// grad_cols is per_image; cols (im2col's output) is in `layout`.
+// im2col writes cols in `layout`; col2im reads grad_cols, and writes out.cols, in `layout`.
 void deform_im2col_cpu(const Tensor& input, const Tensor& offset, const Tensor& mask, const Tensor& cols,
                        const ColumnLayout& layout, const DeformGeometry& g);
 void deform_col2im_cpu(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
-                       const DeformGeometry& g, const DeformBackwardOutputs& out);
+                       const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out);
 #if MINIDET_WITH_CUDA
 void deform_im2col_cuda(const Tensor& input, const Tensor& offset, const Tensor& mask, const Tensor& cols,
                         const ColumnLayout& layout, const DeformGeometry& g);
 // grad_input by atomicAdd, or by the sorted fixed-order gather when `deterministic`.
 void deform_col2im_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
-                        const DeformGeometry& g, const DeformBackwardOutputs& out, bool deterministic);
+                        const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out,
+                        bool deterministic);
 #endif
 
 }  // namespace minidet::ops::detail

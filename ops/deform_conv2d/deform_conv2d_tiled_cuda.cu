@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kTileH * kTileW, kTiledMinBlocks<T, Index>)
   const Index window_h = Index(t.window_h), window_w = Index(t.window_w), cells = window_h * window_w;
   const Index plane_size = Index(g.height * g.width), taps = Index(g.taps()), out_hw = Index(g.out_hw());
   const Index samples = Index(gridDim.x) / tiles * taps * out_hw;
-  const Index col_step = taps * Index(layout.row_stride), grad_col_step = taps * out_hw;
+  const Index col_step = taps * Index(layout.row_stride);  // grad_cols and cols: next channel, same tap
   const int thread = threadIdx.y * kTileW + threadIdx.x;
   for (Index i = thread; i < count * cells; i += kTileH * kTileW) window[i] = T(0);
   __syncthreads();
@@ -129,10 +129,10 @@ __global__ void __launch_bounds__(kTileH * kTileW, kTiledMinBlocks<T, Index>)
       for (int r = 0; r < 4; ++r) weight[r] = si.mask * neighbour_weight(si.at, r);
       const T* plane = plane0;
       T* grad_plane = grad_plane0;
-      const T* grad_col = grad_cols + ((b * Index(g.channels) + c0) * taps + tap) * out_hw + si.pos;
+      const T* grad_col = grad_cols + Index(layout.index(b, c0 * taps + tap, si.pos));
       T* col = cols ? cols + Index(layout.index(b, c0 * taps + tap, si.pos)) : nullptr;
       T sum_dy = 0, sum_dx = 0, sum_value = 0;
-      for (Index c = 0; c < count; ++c, plane += plane_size, grad_plane += plane_size, grad_col += grad_col_step) {
+      for (Index c = 0; c < count; ++c, plane += plane_size, grad_plane += plane_size, grad_col += col_step) {
         if (!si.at.valid) {
           if (col) col[c * col_step] = T(0);
           continue;
@@ -197,7 +197,7 @@ __global__ void sum_slices_kernel(int64_t samples, int64_t slices, const T* __re
 }  // namespace
 
 bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
-                              const DeformGeometry& g, const DeformBackwardOutputs& out) {
+                              const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out) {
   const int64_t element_bytes = static_cast<int64_t>(element_size(input.dtype()));
   TileGeometry tiles = tile_geometry(g, element_bytes);
   if (tiles.slices == 0) return false;
@@ -225,7 +225,7 @@ bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, cons
       const size_t shared = static_cast<size_t>(tiles.slice_channels * tiles.cells() * element_bytes);
       kernel<<<grid, dim3(kTileW, kTileH), shared, stream>>>(
           grad_cols.data<T>(), input.data<T>(), offset.data<T>(), data_or_null<T>(mask), out.grad_input.data<T>(),
-          data_or_null<T>(partial), data_or_null<T>(out.cols), out.cols_layout, g, tiles);
+          data_or_null<T>(partial), data_or_null<T>(out.cols), layout, g, tiles);
       MINIDET_CUDA_LAUNCH_CHECK("deform_col2im_tiled_kernel");
       if (coordinates) {
         sum_slices_kernel<T><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
