@@ -57,33 +57,32 @@ int64_t channels_per_slice(int64_t samples, int64_t group_channels) {
 }
 
 // Any output pointer may be null (not needed). grad_input: atomicAdd into a zeroed buffer. grad_cols is read,
-// and cols written, in `layout`.
-template <typename T>
-__global__ void deform_col2im_fused_kernel(int64_t samples, const T* __restrict__ grad_cols,
-                                           const T* __restrict__ input, const T* __restrict__ offset,
-                                           const T* __restrict__ mask, T* grad_input, T* __restrict__ grad_offset,
-                                           T* __restrict__ grad_mask, T* __restrict__ cols, ColumnLayout layout,
-                                           DeformGeometry g) {
-  const int64_t plane_size = g.height * g.width, group_channels = g.channels_per_offset_group();
-  const int64_t taps = g.taps(), out_hw = g.out_hw();
-  MINIDET_KERNEL_LOOP(s, samples) {
-    const LocatedSample<T> si(s, offset, mask, g);
-    const int64_t c0 = si.first_channel(g);
-    const int64_t col_step = taps * layout.row_stride;
-    T* col = cols ? cols + layout.index(si.b, c0 * taps + si.tap, si.pos) : nullptr;
+// and cols written, in `layout`. Index: int32_t when every offset fits (the launcher checks), else int64_t.
+template <typename T, typename Index>
+__global__ void deform_col2im_fused_kernel(Index samples, const T* __restrict__ grad_cols, const T* __restrict__ input,
+                                           const T* __restrict__ offset, const T* __restrict__ mask, T* grad_input,
+                                           T* __restrict__ grad_offset, T* __restrict__ grad_mask, T* __restrict__ cols,
+                                           ColumnLayout layout, DeformGeometry g) {
+  const Index plane_size = Index(g.height * g.width), group_channels = Index(g.channels_per_offset_group());
+  const Index taps = Index(g.taps()), out_hw = Index(g.out_hw()), channels = Index(g.channels);
+  const Index col_step = taps * Index(layout.row_stride);
+  for (Index s = Index(blockIdx.x) * blockDim.x + threadIdx.x; s < samples; s += Index(blockDim.x) * gridDim.x) {
+    const LocatedSample<T, Index> si(s, offset, mask, g);
+    const Index c0 = si.first_channel(g);
+    T* col = cols ? cols + Index(layout.index(si.b, c0 * taps + si.tap, si.pos)) : nullptr;
     T sum_dy = 0, sum_dx = 0, sum_value = 0;
     if (!si.at.valid) {  // samples nothing: zero columns, zero offset and mask gradients
       if (col)
-        for (int64_t c = 0; c < group_channels; ++c, col += col_step) *col = T(0);
+        for (Index c = 0; c < group_channels; ++c, col += col_step) *col = T(0);
     } else {
-      const T* plane = input + (si.b * g.channels + c0) * plane_size;
-      T* grad_plane = grad_input ? grad_input + (si.b * g.channels + c0) * plane_size : nullptr;
-      const T* grad_col = grad_cols + layout.index(si.b, c0 * taps + si.tap, si.pos);
+      const T* plane = input + (si.b * channels + c0) * plane_size;
+      T* grad_plane = grad_input ? grad_input + (si.b * channels + c0) * plane_size : nullptr;
+      const T* grad_col = grad_cols + Index(layout.index(si.b, c0 * taps + si.tap, si.pos));
       T weight[4];  // m * bilinear weight: what one unit of dcols sends to each neighbour
 #pragma unroll
       for (int r = 0; r < 4; ++r) weight[r] = si.mask * neighbour_weight(si.at, r);
 #pragma unroll 2
-      for (int64_t c = 0; c < group_channels; ++c, plane += plane_size, grad_col += col_step) {
+      for (Index c = 0; c < group_channels; ++c, plane += plane_size, grad_col += col_step) {
         T v[4];
         si.read(plane, v);
         const T value = interpolate(si.at, v), dcol = *grad_col;
@@ -103,7 +102,7 @@ __global__ void deform_col2im_fused_kernel(int64_t samples, const T* __restrict_
       }
     }
     if (grad_offset) {
-      const int64_t dy = si.dy_index(g);
+      const Index dy = si.dy_index(g);
       grad_offset[dy] = si.mask * sum_dy;
       grad_offset[dy + out_hw] = si.mask * sum_dx;
     }
@@ -129,8 +128,7 @@ void deform_im2col_cuda(const Tensor& input, const Tensor& offset, const Tensor&
               Index(samples), Index(slice_channels), input.data<scalar_t>(), offset.data<scalar_t>(),
               data_or_null<scalar_t>(mask), cols.data<scalar_t>(), layout, g);
     };
-    // 32-bit offsets when every tensor allows, with room for the pointer steps past the last element.
-    if (largest < (int64_t(1) << 31) - (int64_t(1) << 24))
+    if (index_fits_int32(largest))
       launch(int32_t());
     else
       launch(int64_t());
@@ -152,10 +150,18 @@ void deform_col2im_cuda(const Tensor& grad_cols, const Tensor& input, const Tens
       return;
     const bool atomic_input = out.grad_input.defined() && !deterministic;
     if (atomic_input || out.grad_offset.defined() || out.grad_mask.defined() || out.cols.defined()) {
-      deform_col2im_fused_kernel<T><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
-          samples, grad_cols.data<T>(), input.data<T>(), offset.data<T>(), data_or_null<T>(mask),
-          atomic_input ? out.grad_input.data<T>() : nullptr, data_or_null<T>(out.grad_offset),
-          data_or_null<T>(out.grad_mask), data_or_null<T>(out.cols), layout, g);
+      const auto launch = [&](auto index) {
+        using Index = decltype(index);
+        deform_col2im_fused_kernel<T, Index><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
+            Index(samples), grad_cols.data<T>(), input.data<T>(), offset.data<T>(), data_or_null<T>(mask),
+            atomic_input ? out.grad_input.data<T>() : nullptr, data_or_null<T>(out.grad_offset),
+            data_or_null<T>(out.grad_mask), data_or_null<T>(out.cols), layout, g);
+      };
+      const int64_t largest = std::max({input.numel(), grad_cols.numel(), offset.numel()});
+      if (index_fits_int32(largest))
+        launch(int32_t());
+      else
+        launch(int64_t());
       MINIDET_CUDA_LAUNCH_CHECK("deform_col2im_fused_kernel");
     }
     if (out.grad_input.defined() && deterministic)

@@ -65,6 +65,10 @@ struct LocatedSample : SampleIndex<Index> {
   }
 };
 
+// Whether 32-bit offsets reach every element of tensors of at most `largest` elements, with room for the
+// pointer steps a kernel takes past its last element.
+inline bool index_fits_int32(int64_t largest) { return largest < (int64_t(1) << 31) - (int64_t(1) << 24); }
+
 template <typename T>
 T* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;

@@ -9,6 +9,7 @@
 //   4. one thread per grad_input element (channel c of that pixel) sums m * weight * dcols over the run.
 // The run order depends only on the data, so the bits are the same every run. It costs a sort of 4 entries
 // per sample and the stored weights: slower than atomics, the price of reproducibility.
+#include <algorithm>
 #include <cub/device/device_radix_sort.cuh>
 
 #include "core/factories.h"
@@ -18,14 +19,16 @@ namespace minidet::ops::detail {
 namespace {
 
 // Deterministic step 1: entry id = s*4 + r -> (pixel key, weight). key_none marks an entry that feeds nothing.
-template <typename T>
-__global__ void list_neighbours_kernel(int64_t samples, const T* offset, const T* mask, DeformGeometry g,
+// Index: int32_t when every offset fits (deform_conv2d_cuda.cuh), else int64_t; keys and ids stay 64-bit.
+template <typename T, typename Index>
+__global__ void list_neighbours_kernel(Index samples, const T* offset, const T* mask, DeformGeometry g,
                                        int64_t key_none, int64_t* keys, int64_t* ids, T* weights) {
-  MINIDET_KERNEL_LOOP(s, samples) {
-    const LocatedSample<T> si(s, offset, mask, g);
+  const Index plane_size = Index(g.height * g.width);
+  for (Index s = Index(blockIdx.x) * blockDim.x + threadIdx.x; s < samples; s += Index(blockDim.x) * gridDim.x) {
+    const LocatedSample<T, Index> si(s, offset, mask, g);
     for (int r = 0; r < 4; ++r) {
-      const int64_t id = s * 4 + r;
-      keys[id] = si.inside[r] ? si.b_group * g.height * g.width + si.neighbour[r] : key_none;
+      const Index id = s * 4 + r;
+      keys[id] = si.inside[r] ? int64_t(si.b_group * plane_size + si.neighbour[r]) : key_none;
       ids[id] = id;
       weights[id] = si.inside[r] ? si.mask * neighbour_weight(si.at, r) : T(0);
     }
@@ -44,19 +47,22 @@ __global__ void run_bounds_kernel(int64_t entries, const int64_t* sorted_keys, i
 }
 
 // Deterministic step 4: one thread per grad_input element (b, c, y, x), summing its pixel's run in order.
-template <typename T>
-__global__ void gather_input_grad_kernel(int64_t n, const T* grad_cols, ColumnLayout layout, const int64_t* sorted_ids,
+// The sums run in the sorted order whatever Index is, so the bits do not depend on it.
+template <typename T, typename Index>
+__global__ void gather_input_grad_kernel(Index n, const T* grad_cols, ColumnLayout layout, const int64_t* sorted_ids,
                                          const T* weights, const int64_t* begin, const int64_t* end, T* grad_input,
                                          DeformGeometry g) {
-  const int64_t plane_size = g.height * g.width, out_hw = g.out_hw(), taps = g.taps();
-  MINIDET_KERNEL_LOOP(e, n) {
-    const int64_t pixel = e % plane_size, c = (e / plane_size) % g.channels, b = e / (plane_size * g.channels);
-    const int64_t key = (b * g.offset_groups + c / g.channels_per_offset_group()) * plane_size + pixel;
-    const T* grad_cols_c = grad_cols + layout.index(b, c * taps, 0);  // tap t of channel c: t * row_stride
+  const Index plane_size = Index(g.height * g.width), out_hw = Index(g.out_hw()), taps = Index(g.taps());
+  const Index channels = Index(g.channels), row_stride = Index(layout.row_stride);
+  for (Index e = Index(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += Index(blockDim.x) * gridDim.x) {
+    const Index pixel = e % plane_size, c = (e / plane_size) % channels, b = e / (plane_size * channels);
+    const Index key = (b * Index(g.offset_groups) + c / Index(g.channels_per_offset_group())) * plane_size + pixel;
+    const T* grad_cols_c = grad_cols + Index(layout.index(b, c * taps, 0));  // tap t of channel c: t * row_stride
     T sum = 0;
-    for (int64_t i = begin[key]; i < end[key]; ++i) {
-      const int64_t id = sorted_ids[i], s = id / 4;
-      sum += weights[id] * grad_cols_c[(s / out_hw) % taps * layout.row_stride + s % out_hw];
+    const Index last = Index(end[key]);
+    for (Index i = Index(begin[key]); i < last; ++i) {
+      const Index id = Index(sorted_ids[i]), s = id / 4;
+      sum += weights[id] * grad_cols_c[(s / out_hw) % taps * row_stride + s % out_hw];
     }
     grad_input[e] = sum;
   }
@@ -78,9 +84,18 @@ void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layou
   Tensor sorted_keys = empty({entries}, index_options), sorted_ids = empty({entries}, index_options);
   Tensor weights = empty({entries}, grad_input.options());
   cudaStream_t stream = cuda::current_stream();
-  list_neighbours_kernel<T><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
-      samples, offset.data<T>(), data_or_null<T>(mask), g, key_none, keys.data<int64_t>(), ids.data<int64_t>(),
-      weights.data<T>());
+  // 32-bit offsets when the largest tensor indexed allows: the entries (4 per sample), grad_cols, grad_input.
+  const bool index32 = index_fits_int32(std::max({entries, grad_cols.numel(), grad_input.numel(), offset.numel()}));
+  const auto list = [&](auto index) {
+    using Index = decltype(index);
+    list_neighbours_kernel<T, Index><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
+        Index(samples), offset.data<T>(), data_or_null<T>(mask), g, key_none, keys.data<int64_t>(), ids.data<int64_t>(),
+        weights.data<T>());
+  };
+  if (index32)
+    list(int32_t());
+  else
+    list(int64_t());
   MINIDET_CUDA_LAUNCH_CHECK("list_neighbours_kernel");
   // Only the bits that can be set: key_none is the largest key.
   const int end_bit = bits_for(key_none);
@@ -98,9 +113,16 @@ void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layou
       entries, sorted_keys.data<int64_t>(), key_none, begin.data<int64_t>(), end.data<int64_t>());
   MINIDET_CUDA_LAUNCH_CHECK("run_bounds_kernel");
   const int64_t n = grad_input.numel();
-  gather_input_grad_kernel<T><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
-      n, grad_cols.data<T>(), layout, sorted_ids.data<int64_t>(), weights.data<T>(), begin.data<int64_t>(),
-      end.data<int64_t>(), grad_input.data<T>(), g);
+  const auto gather = [&](auto index) {
+    using Index = decltype(index);
+    gather_input_grad_kernel<T, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
+        Index(n), grad_cols.data<T>(), layout, sorted_ids.data<int64_t>(), weights.data<T>(), begin.data<int64_t>(),
+        end.data<int64_t>(), grad_input.data<T>(), g);
+  };
+  if (index32)
+    gather(int32_t());
+  else
+    gather(int64_t());
   MINIDET_CUDA_LAUNCH_CHECK("gather_input_grad_kernel");
 }
 

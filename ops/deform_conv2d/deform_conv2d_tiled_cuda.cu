@@ -212,7 +212,7 @@ bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, cons
   const int64_t most_slices = (g.channels_per_offset_group() + thinnest - 1) / thinnest;
   const int64_t largest = std::max({input.numel(), grad_cols.numel(), offset.numel(), 3 * most_slices * samples,
                                     out.cols.defined() ? out.cols.numel() : int64_t(0)});
-  const bool index32 = largest < (int64_t(1) << 31) - (int64_t(1) << 24);
+  const bool index32 = index_fits_int32(largest);
   cudaStream_t stream = cuda::current_stream();
   MINIDET_DISPATCH_FLOATING(input.dtype(), "deform_conv2d", [&] {
     using T = scalar_t;
