@@ -170,7 +170,8 @@ DeformGrads deform_conv2d_backward_raw(const Tensor& grad_any, const Operands& x
     const Tensor input = x.input.narrow(0, start, b_count), offset = x.offset.narrow(0, start, b_count);
     const Tensor mask = narrow_or_undefined(x.mask, start, b_count);
     // dY is (b, C_out, out_hw) in memory; one copy puts it in (C_out, b*out_hw), the layout of the columns,
-    // which are rows first: the chunk is one (rows, b*out_hw) matrix for all three GEMMs below.
+    // which are rows first: the chunk is one (rows, b*out_hw) matrix for the dcols and dW GEMMs below (db
+    // reads dY alone). A backward that needs neither dW nor db still pays this copy, for dcols.
     const Tensor grad_by_channel = grad_chunk.transpose(0, 1).contiguous().view({out_channels, k});
     const ColumnLayout layout = ColumnLayout::rows_first(g, b_count);
     const Tensor cols_chunk = need_weight ? cols.narrow(0, 0, rows * k).view({rows, k}) : Tensor();

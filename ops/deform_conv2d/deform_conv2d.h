@@ -17,7 +17,8 @@
 //   S(x_c; y, x) = (1-ly)(1-lx) v00 + (1-ly) lx v01 + ly (1-lx) v10 + ly lx v11
 // where a neighbour outside the map reads 0, and a sample with y < -1, y >= H, x < -1 or x >= W (or not
 // finite) is 0 altogether: the interpolation fades to zero over the one pixel around the border, so S is
-// continuous in (y, x) everywhere (at y = -1 or x = -1 the formula gives 0 by itself). Then, as in conv2d (ops/conv2d/conv2d.h), with im2col columns
+// continuous in (y, x) everywhere (at y = -1 or x = -1 the formula gives 0 by itself). Then, as in conv2d
+// (ops/conv2d/conv2d.h), with im2col columns
 //   cols[n, c*kh*kw + k, p*W_out + q] = m[n, g, k, p, q] * S(x[n, c]; y, x)          (m = 1 without mask)
 //   Y_g = W_g @ cols_g per group, plus bias.
 //
@@ -47,9 +48,10 @@
 //   (deform_conv2d_deterministic_cuda.cu). The CPU runs dx as its own pass, one thread per input plane, so
 //   it never races and always sums in one order.
 // - Images go in chunks whose column buffer stays under max_column_bytes, as in conv2d, and backward
-//   recomputes the columns instead of saving them. The forward GEMM and dcols are conv2d's
-//   (ops/conv2d/conv2d_lowering.h); for dW the recomputed columns are laid out rows first, (rows, B*out_hw),
-//   so a whole chunk is one GEMM per group instead of one per image.
+//   recomputes the columns instead of saving them. The forward GEMM is conv2d's
+//   (ops/conv2d/conv2d_lowering.h); the backward lays dcols and the recomputed columns out rows first,
+//   (rows, B*out_hw), so that dcols = W^T dY and dW = dY cols^T are each one GEMM per group for a whole
+//   chunk instead of one per image.
 //
 // float32 and float64, CPU (Eigen) and CUDA (cuBLAS, FP32 without TF32). Inputs may be non-contiguous.
 // A batch of 0 gives an empty (0, C_out, H_out, W_out) output and zero gradients.

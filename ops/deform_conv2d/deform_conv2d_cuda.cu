@@ -157,7 +157,8 @@ void deform_col2im_cuda(const Tensor& grad_cols, const Tensor& input, const Tens
             atomic_input ? out.grad_input.data<T>() : nullptr, data_or_null<T>(out.grad_offset),
             data_or_null<T>(out.grad_mask), data_or_null<T>(out.cols), layout, g);
       };
-      const int64_t largest = std::max({input.numel(), grad_cols.numel(), offset.numel()});
+      const int64_t largest = std::max(
+          {input.numel(), grad_cols.numel(), offset.numel(), out.cols.defined() ? out.cols.numel() : int64_t(0)});
       if (index_fits_int32(largest))
         launch(int32_t());
       else

@@ -65,9 +65,11 @@ struct LocatedSample : SampleIndex<Index> {
   }
 };
 
-// Whether 32-bit offsets reach every element of tensors of at most `largest` elements, with room for the
-// pointer steps a kernel takes past its last element.
+// Whether 32-bit offsets reach every element of tensors of at most `largest` elements, with room for a
+// grid-stride loop's last step past its end: the kernels launch cuda::blocks_for(n) blocks of
+// kThreadsPerBlock, a grid of fewer than 2^24 threads.
 inline bool index_fits_int32(int64_t largest) { return largest < (int64_t(1) << 31) - (int64_t(1) << 24); }
+static_assert(cuda::kMaxBlocks * cuda::kThreadsPerBlock < (int64_t(1) << 24), "a grid-stride step must fit the margin");
 
 template <typename T>
 T* data_or_null(const Tensor& t) {

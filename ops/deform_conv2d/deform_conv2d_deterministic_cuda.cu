@@ -84,7 +84,8 @@ void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layou
   Tensor sorted_keys = empty({entries}, index_options), sorted_ids = empty({entries}, index_options);
   Tensor weights = empty({entries}, grad_input.options());
   cudaStream_t stream = cuda::current_stream();
-  // 32-bit offsets when the largest tensor indexed allows: the entries (4 per sample), grad_cols, grad_input.
+  // 32-bit offsets when the largest tensor indexed allows: the entries (4 per sample), grad_cols, grad_input
+  // and offset; keys, begin and end stay under key_none, at most grad_input's size since C >= G.
   const bool index32 = index_fits_int32(std::max({entries, grad_cols.numel(), grad_input.numel(), offset.numel()}));
   const auto list = [&](auto index) {
     using Index = decltype(index);

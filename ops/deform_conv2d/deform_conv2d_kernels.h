@@ -1,7 +1,7 @@
 // The kernels of deform_conv2d (math in deform_conv2d.h), on CPU and CUDA, and the bilinear sampling they
 // share, compiled for both so that the two devices read the same neighbours with the same weights.
 //
-//   deform_im2col:  input (B, C, H, W), offset, mask -> cols (C*kh*kw rows of H_out*W_out per image)
+//   deform_im2col:  input (B, C, H, W), offset, mask -> cols (C*kh*kw rows of H_out*W_out, in a ColumnLayout)
 //   deform_col2im:  grad_cols, input, offset, mask   -> grad_input, grad_offset, grad_mask, and optionally
 //                   the recomputed cols (for dW), in one pass over the samples
 //

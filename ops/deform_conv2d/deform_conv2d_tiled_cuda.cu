@@ -206,8 +206,8 @@ bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, cons
   const int64_t tile_blocks = input.size(0) * g.offset_groups * tiles.tiles_h * tiles.tiles_w;
   const bool coordinates = out.grad_offset.defined() || out.grad_mask.defined();
   // 32-bit offsets when the largest tensor the kernel indexes allows (grad_cols and cols have as many
-  // entries; partial has 3 per sample and slice, at most as many slices as choose_slice's thinnest gives),
-  // with room for the pointer steps past the last element.
+  // entries; partial has 3 per sample and slice, at most as many slices as choose_slice's thinnest gives:
+  // counted even when no partial sums are needed, which only errs towards 64 bits).
   const int64_t thinnest = (tiles.slice_channels + 3) / 4;
   const int64_t most_slices = (g.channels_per_offset_group() + thinnest - 1) / thinnest;
   const int64_t largest = std::max({input.numel(), grad_cols.numel(), offset.numel(), 3 * most_slices * samples,
