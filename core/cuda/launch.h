@@ -47,6 +47,23 @@ void opt_in_to_shared_memory(Kernel* kernel, size_t bytes) {
                                           max_shared_memory_per_block() - int(attributes.sharedSizeBytes)));
 }
 
+// 32-bit kernel indices. A kernel templated on its index type runs with int32_t when every offset it forms
+// fits, as 32-bit division and multiplication take a few instructions where 64-bit ones take dozens, and
+// half the registers. A grid-stride loop steps at most one grid (kMaxBlocks * kThreadsPerBlock < 2^24) past
+// its end, so n below 2^31 - 2^24 is safe.
+static_assert(kMaxBlocks * kThreadsPerBlock < (int64_t(1) << 24), "fits_int32's margin must cover a grid");
+inline bool fits_int32(int64_t n) { return n < (int64_t(1) << 31) - (int64_t(1) << 24); }
+
+// Calls launch(Index()) with int32_t when fits_int32(n), else int64_t; n is the largest element count or
+// offset the kernel forms.
+template <typename Launch>
+void with_index(int64_t n, Launch&& launch) {
+  if (fits_int32(n))
+    launch(int32_t());
+  else
+    launch(int64_t());
+}
+
 }  // namespace minidet::cuda
 
 // 64-bit grid-stride loop: index arithmetic never overflows for tensors past 2^31 elements.

@@ -128,10 +128,7 @@ void deform_im2col_cuda(const Tensor& input, const Tensor& offset, const Tensor&
               Index(samples), Index(slice_channels), input.data<scalar_t>(), offset.data<scalar_t>(),
               data_or_null<scalar_t>(mask), cols.data<scalar_t>(), layout, g);
     };
-    if (index_fits_int32(largest))
-      launch(int32_t());
-    else
-      launch(int64_t());
+    cuda::with_index(largest, launch);
     MINIDET_CUDA_LAUNCH_CHECK("deform_im2col_kernel");
   });
 }
@@ -159,10 +156,7 @@ void deform_col2im_cuda(const Tensor& grad_cols, const Tensor& input, const Tens
       };
       const int64_t largest = std::max(
           {input.numel(), grad_cols.numel(), offset.numel(), out.cols.defined() ? out.cols.numel() : int64_t(0)});
-      if (index_fits_int32(largest))
-        launch(int32_t());
-      else
-        launch(int64_t());
+      cuda::with_index(largest, launch);
       MINIDET_CUDA_LAUNCH_CHECK("deform_col2im_fused_kernel");
     }
     if (out.grad_input.defined() && deterministic)

@@ -13,8 +13,7 @@
 namespace minidet::ops::detail {
 
 // The coordinates of sample s = ((b*G + group)*taps + tap)*out_hw + pos, the thread index of the kernels.
-// Index is int64_t, or int32_t where the launcher has checked that every offset fits: 32-bit division and
-// multiplication are a few instructions where 64-bit ones are dozens, and they take half the registers.
+// Index is int64_t, or int32_t where the launcher has checked that every offset fits (cuda::with_index).
 template <typename Index = int64_t>
 struct SampleIndex {
   Index b, group, tap, pos, b_group;
@@ -64,12 +63,6 @@ struct LocatedSample : SampleIndex<Index> {
     for (int r = 0; r < 4; ++r) v[r] = inside[r] ? plane[neighbour[r]] : T(0);
   }
 };
-
-// Whether 32-bit offsets reach every element of tensors of at most `largest` elements, with room for a
-// grid-stride loop's last step past its end: the kernels launch cuda::blocks_for(n) blocks of
-// kThreadsPerBlock, a grid of fewer than 2^24 threads.
-inline bool index_fits_int32(int64_t largest) { return largest < (int64_t(1) << 31) - (int64_t(1) << 24); }
-static_assert(cuda::kMaxBlocks * cuda::kThreadsPerBlock < (int64_t(1) << 24), "a grid-stride step must fit the margin");
 
 template <typename T>
 T* data_or_null(const Tensor& t) {

@@ -86,17 +86,14 @@ void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layou
   cudaStream_t stream = cuda::current_stream();
   // 32-bit offsets when the largest tensor indexed allows: the entries (4 per sample), grad_cols, grad_input
   // and offset; keys, begin and end stay under key_none, at most grad_input's size since C >= G.
-  const bool index32 = index_fits_int32(std::max({entries, grad_cols.numel(), grad_input.numel(), offset.numel()}));
+  const int64_t largest = std::max({entries, grad_cols.numel(), grad_input.numel(), offset.numel()});
   const auto list = [&](auto index) {
     using Index = decltype(index);
     list_neighbours_kernel<T, Index><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
         Index(samples), offset.data<T>(), data_or_null<T>(mask), g, key_none, keys.data<int64_t>(), ids.data<int64_t>(),
         weights.data<T>());
   };
-  if (index32)
-    list(int32_t());
-  else
-    list(int64_t());
+  cuda::with_index(largest, list);
   MINIDET_CUDA_LAUNCH_CHECK("list_neighbours_kernel");
   // Only the bits that can be set: key_none is the largest key.
   const int end_bit = bits_for(key_none);
@@ -120,10 +117,7 @@ void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layou
         Index(n), grad_cols.data<T>(), layout, sorted_ids.data<int64_t>(), weights.data<T>(), begin.data<int64_t>(),
         end.data<int64_t>(), grad_input.data<T>(), g);
   };
-  if (index32)
-    gather(int32_t());
-  else
-    gather(int64_t());
+  cuda::with_index(largest, gather);
   MINIDET_CUDA_LAUNCH_CHECK("gather_input_grad_kernel");
 }
 

@@ -212,7 +212,6 @@ bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, cons
   const int64_t most_slices = (g.channels_per_offset_group() + thinnest - 1) / thinnest;
   const int64_t largest = std::max({input.numel(), grad_cols.numel(), offset.numel(), 3 * most_slices * samples,
                                     out.cols.defined() ? out.cols.numel() : int64_t(0)});
-  const bool index32 = index_fits_int32(largest);
   cudaStream_t stream = cuda::current_stream();
   MINIDET_DISPATCH_FLOATING(input.dtype(), "deform_conv2d", [&] {
     using T = scalar_t;
@@ -234,10 +233,7 @@ bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, cons
         MINIDET_CUDA_LAUNCH_CHECK("sum_slices_kernel");
       }
     };
-    if (index32)
-      launch(int32_t());
-    else
-      launch(int64_t());
+    cuda::with_index(largest, launch);
   });
   return true;
 }

@@ -146,15 +146,7 @@ struct WorkSplit {
   }
 };
 
-// The grid-stride loop adds at most one grid (65535 * 256 < 2^24) past n, so n below 2^31 - 2^24 is safe.
-inline bool fits_int32(int64_t n) { return n < (int64_t(1) << 31) - (int64_t(1) << 24); }
-
-// Calls launch(Index()) with the narrowest Index that counts n work items.
-template <typename Launch>
-void with_index(int64_t n, Launch&& launch) {
-  if (fits_int32(n)) launch(int32_t());
-  else launch(int64_t());
-}
+using cuda::with_index;  // the narrowest Index that counts n work items (core/cuda/launch.h)
 
 // One sample's bilinear value at each of a thread's channels c0 + 32 j (j < kCount, those below `channels`),
 // handed to visit(j, value): the average adds it to channel j's sum, the max compares it with channel j's

@@ -22,7 +22,6 @@
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
-#include "ops/roi_align/roi_align_nhwc.cuh"  // with_index
 #include "ops/roi_pool/roi_pool_kernels.h"
 #include "ops/roi_pool/roi_pool_plane.cuh"
 
@@ -174,7 +173,7 @@ void roi_pool_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor
     const int64_t groups = (g.channels + kBinChannels - 1) / kBinChannels;
     const int64_t threads = g.num_rois * groups * g.pooled_height * g.pooled_width;
     // 32-bit index arithmetic when both the outputs and the input's offsets fit (n >= K * 5 as PH, PW, C >= 1).
-    roi_nhwc::with_index(std::max(n, input.numel()), [&](auto index) {
+    cuda::with_index(std::max(n, input.numel()), [&](auto index) {
       using Index = decltype(index);
       forward_kernel<scalar_t, Index><<<cuda::blocks_for(threads), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
           Index(threads), input.data<scalar_t>(), rois.data<scalar_t>(), output.data<scalar_t>(),
@@ -199,7 +198,7 @@ void roi_pool_backward_cuda(const Tensor& grad_output, const Tensor& rois, const
     }
     grad_input.zero_();
     const int64_t n = grad_output.numel();
-    roi_nhwc::with_index(n, [&](auto index) {
+    cuda::with_index(n, [&](auto index) {
       using Index = decltype(index);
       backward_atomic_kernel<T, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
           Index(n), grad_output.data<T>(), rois.data<T>(), argmax.data<int64_t>(), grad_input.data<T>(), g);
