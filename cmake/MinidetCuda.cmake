@@ -29,17 +29,10 @@ if(MINIDET_CUDA)
     enable_language(CUDA)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
-    # CMake 3.25.1 (Debian 12's) FindCUDAToolkit marks CUDA::nvToolsExt deprecated without checking that the
-    # library was found, and CUDA 13 ships none (NVTX is header-only since CUDA 10), so the configure stops
-    # with "set_property could not find TARGET CUDA::nvToolsExt". minidet never links it: where the library
-    # is missing, an empty target stands in for it.
-    get_filename_component(_cuda_root "${CMAKE_CUDA_COMPILER}" DIRECTORY)
+    get_filename_component(_cuda_root "${CMAKE_CUDA_COMPILER}" DIRECTORY)  # .../bin
     get_filename_component(_cuda_root "${_cuda_root}" DIRECTORY)
-    find_library(MINIDET_NVTOOLSEXT_LIBRARY NAMES nvToolsExt64_1 nvToolsExt64 nvToolsExt
-                 HINTS "${_cuda_root}" PATH_SUFFIXES lib64 lib lib/x64 targets/x86_64-linux/lib)
-    if(NOT MINIDET_NVTOOLSEXT_LIBRARY AND NOT TARGET CUDA::nvToolsExt)
-      add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
-    endif()
+    include("${CMAKE_CURRENT_LIST_DIR}/MinidetNvToolsExt.cmake")
+    minidet_stand_in_for_nvtoolsext("${_cuda_root}")  # CMake 3.25.1 with CUDA 13 (see there)
     find_package(CUDAToolkit REQUIRED)
     set(MINIDET_WITH_CUDA ON)
   else()

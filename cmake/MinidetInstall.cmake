@@ -2,7 +2,7 @@
 #
 #   P/lib/libminidet_<layer>.a             every layer's static library
 #   P/include/minidet/<layer>/.../*.h      the headers, so "core/tensor.h" resolves as it does in the tree
-#   P/lib/cmake/minidet/                   minidetConfig.cmake (+ version and target files)
+#   P/lib/cmake/minidet/                   minidetConfig.cmake (+ version and target files, MinidetNvToolsExt.cmake)
 #   P/bin/minidet                          the command-line program, when it is built
 #
 # A consumer writes find_package(minidet REQUIRED) and links minidet::minidet (or one layer,
@@ -38,7 +38,7 @@ configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/minidetConfig.cmake.in"
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/minidetConfigVersion.cmake"
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/minidetConfig.cmake" "${PROJECT_BINARY_DIR}/minidetConfigVersion.cmake"
-        DESTINATION "${MINIDET_INSTALL_CMAKEDIR}")
+              "${CMAKE_CURRENT_LIST_DIR}/MinidetNvToolsExt.cmake" DESTINATION "${MINIDET_INSTALL_CMAKEDIR}")
 
 # The program of examples/minidet/, when this build has it. Its run path keeps the directories it was linked
 # from outside the build (the CUDA libraries), so the installed program starts without LD_LIBRARY_PATH.
