@@ -4,6 +4,7 @@
 
 #if MINIDET_WITH_CUDA
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <utility>
@@ -122,6 +123,24 @@ int multiprocessor_count() { return cached_attribute(cudaDevAttrMultiProcessorCo
 int max_shared_memory_per_block() { return cached_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin); }
 
 int64_t l2_cache_bytes() { return cached_attribute(cudaDevAttrL2CacheSize); }
+
+namespace {
+
+std::atomic<bool>& index64_switch() {
+  static std::atomic<bool> forced{[] {
+    const char* env = std::getenv("MINIDET_CUDA_INDEX64");
+    return env != nullptr && env[0] == '1';
+  }()};
+  return forced;
+}
+
+}  // namespace
+
+bool int64_index_forced() { return index64_switch().load(std::memory_order_relaxed); }
+
+Int64IndexScope::Int64IndexScope() : previous_(index64_switch().exchange(true)) {}
+
+Int64IndexScope::~Int64IndexScope() { index64_switch().store(previous_); }
 
 DeviceGuard::DeviceGuard(const Device& device) {
   MINIDET_CHECK(device.is_cuda(), "DeviceGuard: expected a CUDA device, got ", device);

@@ -43,6 +43,22 @@ int max_shared_memory_per_block();
 // The current device's L2 cache (cached), in bytes: 50 MB on an H100 or H200.
 int64_t l2_cache_bytes();
 
+// Whether every kernel with a 32-bit index variant must run its int64_t one (cuda::fits_int32, launch.h): a
+// testing switch, so that the CUDA-vs-CPU cases cover both variants. Off unless the environment sets
+// MINIDET_CUDA_INDEX64=1 or an Int64IndexScope is open. Process-wide, like the environment variable.
+bool int64_index_forced();
+// Forces the int64_t variants for a scope, then restores the previous setting.
+class Int64IndexScope {
+ public:
+  Int64IndexScope();
+  ~Int64IndexScope();
+  Int64IndexScope(const Int64IndexScope&) = delete;
+  Int64IndexScope& operator=(const Int64IndexScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Makes `device` current for a scope and restores the previous device afterwards.
 class DeviceGuard {
  public:

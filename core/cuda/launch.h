@@ -51,8 +51,12 @@ void opt_in_to_shared_memory(Kernel* kernel, size_t bytes) {
 // fits, as 32-bit division and multiplication take a few instructions where 64-bit ones take dozens, and
 // half the registers. A grid-stride loop steps at most one grid (kMaxBlocks * kThreadsPerBlock < 2^24) past
 // its end, so n below 2^31 - 2^24 is safe.
+//
+// The int64_t variants would otherwise run only on tensors of 2^31 elements, more than a test can afford. So
+// int64_index_forced() (core/cuda/context.h), set by MINIDET_CUDA_INDEX64=1 or an Int64IndexScope, makes
+// fits_int32 answer no: the CUDA-vs-CPU tests then check the 64-bit variants on their usual small tensors.
 static_assert(kMaxBlocks * kThreadsPerBlock < (int64_t(1) << 24), "fits_int32's margin must cover a grid");
-inline bool fits_int32(int64_t n) { return n < (int64_t(1) << 31) - (int64_t(1) << 24); }
+inline bool fits_int32(int64_t n) { return !int64_index_forced() && n < (int64_t(1) << 31) - (int64_t(1) << 24); }
 
 // Calls launch(Index()) with int32_t when fits_int32(n), else int64_t; n is the largest element count or
 // offset the kernel forms.

@@ -94,6 +94,7 @@ __global__ void col2im_kernel_cuda(const T* cols, T* images, Window<Index> w, In
 // Whether every index and coordinate fits 32 bits: both tensors' element counts, and the window's
 // coordinates (an absurd stride or padding can give a tiny tensor whose arithmetic still needs 64 bits).
 // With room for one more grid stride past the end, so the loops' last increment cannot overflow either.
+// Never while cuda::int64_index_forced() (core/cuda/context.h), the tests' switch to the int64_t variants.
 bool fits_int32(const Tensor& a, const Tensor& b, const ConvGeometry& g) {
   constexpr int64_t limit = std::numeric_limits<int32_t>::max() - cuda::kMaxBlocks * cuda::kThreadsPerBlock;
   const auto axis_fits = [&](int64_t size, int64_t pad, int64_t stride, int64_t dilation, int64_t kernel,
@@ -103,7 +104,7 @@ bool fits_int32(const Tensor& a, const Tensor& b, const ConvGeometry& g) {
       if (v >= limit) return false;
     return size + 2 * pad + stride * out + dilation * kernel < limit;
   };
-  return a.numel() < limit && b.numel() < limit &&
+  return !cuda::int64_index_forced() && a.numel() < limit && b.numel() < limit &&
          axis_fits(g.height, g.pad_h, g.stride_h, g.dilation_h, g.kernel_h, g.out_h) &&
          axis_fits(g.width, g.pad_w, g.stride_w, g.dilation_w, g.kernel_w, g.out_w);
 }

@@ -92,9 +92,9 @@ void transpose(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols, c
   const int64_t tiles = batch * ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
   if (tiles == 0) return;
   const dim3 grid(unsigned(cuda::blocks_for(tiles, 1))), block(kTile, kTileRows);
-  // 32-bit when every index fits, the padded tiles' included.
+  // 32-bit when every index fits, the padded tiles' included (and the tests have not forced 64 bits).
   const int64_t padded = batch * ((rows + kTile - 1) / kTile * kTile) * ((cols + kTile - 1) / kTile * kTile);
-  if (padded < (int64_t(1) << 31))
+  if (padded < (int64_t(1) << 31) && !cuda::int64_index_forced())
     transpose_kernel<T, uint32_t, kDivide><<<grid, block, 0, cuda::current_stream()>>>(
         in, out, uint32_t(batch), uint32_t(rows), uint32_t(cols), divisors);
   else

@@ -12,6 +12,9 @@
 #include "ops/deform_conv2d/deform_conv2d.h"
 #include "ops/elementwise/binary.h"
 #include "tests/support.h"
+#if MINIDET_WITH_CUDA
+#include "core/cuda/launch.h"  // cuda::Int64IndexScope, cuda::fits_int32
+#endif
 
 using namespace minidet;
 using autograd::TensorList;
@@ -425,3 +428,41 @@ MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: deterministic mode gives identical b
   const std::vector<Tensor> cpu = run_on(Device::cpu(), inputs, grad, c.options);
   CHECK(allclose(runs[0][1], cpu[1], 1e-4, 1e-4));
 }
+
+#if MINIDET_WITH_CUDA  // cuda::Int64IndexScope exists only in a CUDA build (a CPU build skips cuda/ cases)
+MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: the int64_t-indexed kernels match the CPU and the int32_t ones") {
+  // Every kernel of the op has an int32_t and an int64_t variant; the latter runs by itself only on tensors
+  // of 2^31 elements. Int64IndexScope forces it here. Scaled offsets send neighbours past the tiled
+  // backward's windows, and the deterministic mode's listing and gather have 64-bit variants too.
+  const DeformCase c = {"int64 indices", 3, 40, 8, 1, 1, 3, 3, 19, 70, DeformConv2dOptions().set_padding(1)};
+  std::vector<Tensor> inputs = float32_inputs(c, true, 760);
+  {
+    NoGradGuard raw;
+    inputs[1] = inputs[1] * 4.0;
+  }
+  const Tensor grad = random({c.batch, c.out_channels, c.out_h(), c.out_w()}, kFloat32, 766);
+  const std::vector<Tensor> cpu = run_on(Device::cpu(), inputs, grad, c.options);
+  std::vector<Tensor> wide, wide_deterministic, narrow_deterministic;
+  {
+    cuda::Int64IndexScope int64_indices;
+    CHECK(cuda::int64_index_forced());
+    CHECK_FALSE(cuda::fits_int32(1));
+    wide = run_on(Device::cuda(), inputs, grad, c.options);
+    DeterministicGuard deterministic;
+    wide_deterministic = run_on(Device::cuda(), inputs, grad, c.options);
+  }
+  // The scope restores the setting it found: off, unless MINIDET_CUDA_INDEX64=1 runs the whole suite wide.
+  CHECK(cuda::fits_int32(1) == !cuda::int64_index_forced());
+  {
+    DeterministicGuard deterministic;
+    narrow_deterministic = run_on(Device::cuda(), inputs, grad, c.options);
+  }
+  for (int i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(allclose(wide[i], cpu[i], 1e-4, 1e-3));
+    CHECK(allclose(wide_deterministic[i], cpu[i], 1e-4, 1e-3));
+    // The index type changes no arithmetic: the fixed-order sums give the same bits either way.
+    CHECK(wide_deterministic[i].to_vector<float>() == narrow_deterministic[i].to_vector<float>());
+  }
+}
+#endif
