@@ -276,8 +276,8 @@ __device__ void add_avg_bin_float4(const float* grad_output, const Sampler& samp
 
 template <typename T, typename Index, bool kMax, typename Sampler>
 __global__ void backward_atomic_kernel(Index n, const T* grad_output, Sampler sampler, const int64_t* argmax,
-                                       T* grad_nhwc, PoolShape shape) {
-  const WorkSplit<Index> split(shape);
+                                       T* grad_nhwc, PoolShape shape, const uint32_t* order) {
+  const WorkSplit<Index> split(shape, order);
   for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += Index(blockDim.x) * gridDim.x) {
     const WorkItem<Index> e = split(i);
     const auto roi = sampler.roi(e.k);
@@ -401,11 +401,13 @@ void backward(const Tensor& grad_output, const Sampler& sampler, const Tensor& a
     launch_backward_map<T, 1, kMax>(grad_output, sampler, winners, grad, shape);
   else {
     const int64_t n = rois * shape.bins() * channel_slabs(shape.channels) * kLanes;  // work items
+    std::vector<Tensor> order_storage;
+    const uint32_t* order = roi_order<T>(sampler, rois, grad_input, shape, order_storage);
     with_index(n, [&](auto index) {
       using Index = decltype(index);
       backward_atomic_kernel<T, Index, kMax, Sampler>
-          <<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(Index(n), grad_output.data<T>(),
-                                                                                       sampler, winners, grad, shape);
+          <<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+              Index(n), grad_output.data<T>(), sampler, winners, grad, shape, order);
     });
   }
   MINIDET_CUDA_LAUNCH_CHECK(kernel_name);

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
@@ -37,6 +38,7 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "ops/common/bilinear.h"
+#include "ops/common/radix_sort.cuh"
 #include "ops/roi_align/roi_align_kernels.h"  // max_sample_wins
 
 namespace minidet::ops::detail::roi_nhwc {
@@ -129,6 +131,7 @@ inline PoolShape pool_shape(const Tensor& features, const Tensor& pooled) {
 }
 
 // Work item i: RoI k, bin = p * pooled_w + q, and the thread's first channel c0 (its channels: c0 + 32 j).
+// The items run through the RoIs in `order` when there is one (locality_order below), else as they come.
 template <typename Index>
 struct WorkItem {
   Index k, bin, p, q;
@@ -137,11 +140,13 @@ struct WorkItem {
 template <typename Index>
 struct WorkSplit {
   Index slabs, bins, pooled_w;
-  __device__ explicit WorkSplit(const PoolShape& s)
-      : slabs(Index(channel_slabs(s.channels))), bins(Index(s.bins())), pooled_w(Index(s.pooled_w)) {}
+  const uint32_t* order;
+  __device__ WorkSplit(const PoolShape& s, const uint32_t* roi_order)
+      : slabs(Index(channel_slabs(s.channels))), bins(Index(s.bins())), pooled_w(Index(s.pooled_w)), order(roi_order) {}
   __device__ WorkItem<Index> operator()(Index i) const {
-    const Index warp = i / kLanes, k_bin = warp / slabs, k = k_bin / bins, bin = k_bin - k * bins;
+    const Index warp = i / kLanes, k_bin = warp / slabs, place = k_bin / bins, bin = k_bin - place * bins;
     const Index slab = warp - k_bin * slabs, lane = i - warp * kLanes, p = bin / pooled_w;
+    const Index k = order ? Index(order[place]) : place;
     return {k, bin, p, bin - p * pooled_w, int64_t(slab) * kChannelsPerSlab + lane};
   }
 };
@@ -173,8 +178,8 @@ __device__ __forceinline__ void for_each_sample_value(const T* features, const B
 // avg kernel keeps no winners (fewer registers, more threads in flight to hide the scattered reads' latency).
 template <typename T, typename Index, bool kMax, typename Sampler>
 __global__ void forward_kernel(Index n, const T* input_nhwc, Sampler sampler, T* output, int64_t* argmax,
-                               PoolShape shape) {
-  const WorkSplit<Index> split(shape);
+                               PoolShape shape, const uint32_t* order) {
+  const WorkSplit<Index> split(shape, order);
   for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += Index(blockDim.x) * gridDim.x) {
     const WorkItem<Index> e = split(i);
     const auto roi = sampler.roi(e.k);
@@ -228,13 +233,14 @@ __global__ void forward_kernel(Index n, const T* input_nhwc, Sampler sampler, T*
 constexpr size_t kStagedBytesCap = size_t(64) << 10;
 
 template <typename T, typename Index, int kPerLane, typename Sampler>
-__global__ void forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampler sampler, T* output,
-                                          PoolShape shape) {
+__global__ void forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampler sampler, T* output, PoolShape shape,
+                                          const uint32_t* order) {
   extern __shared__ unsigned char staged_bytes[];
   T* staged = reinterpret_cast<T*>(staged_bytes);  // (channel, bin)
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes, warps = blockDim.x / kLanes;
   const int64_t bins = shape.bins();
-  for (Index k = blockIdx.x; k < rois; k += gridDim.x) {
+  for (Index i = blockIdx.x; i < rois; i += gridDim.x) {
+    const Index k = order ? Index(order[i]) : i;
     const auto roi = sampler.roi(k);
     const T* features = input_nhwc + roi.batch * shape.height * shape.width * shape.channels + lane;
     for (int64_t bin = warp; bin < bins; bin += warps) {
@@ -260,6 +266,60 @@ __global__ void forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampl
   }
 }
 
+// The key of RoI k for locality_order: its image, then the pixel its centre bin's first sample reads, row-major.
+template <typename T, typename Sampler>
+__global__ void locality_keys_kernel(int64_t rois, Sampler sampler, PoolShape shape, uint32_t* keys,
+                                     uint32_t* numbers) {
+  MINIDET_KERNEL_LOOP(k, rois) {
+    const auto roi = sampler.roi(k);
+    const BilinearSample<T> w = sampler.sample(roi, shape.pooled_h / 2, shape.pooled_w / 2, 0, 0);
+    keys[k] = uint32_t(roi.batch * shape.height * shape.width + w.offset[0]);
+    numbers[k] = uint32_t(k);
+  }
+}
+
+// The RoIs in the order of where they sit: by image, then by the row and column of their centre. The blocks of
+// a grid start in index order, so taking RoIs in this order keeps the ones in flight together on one part of
+// one image, whose features then stay in L2 between them. Returns a device array of K RoI indices, which
+// lives in `storage`.
+template <typename T, typename Sampler>
+const uint32_t* locality_order(const Sampler& sampler, int64_t rois, int64_t images, const PoolShape& shape,
+                               const Device& device, std::vector<Tensor>& storage) {
+  const cudaStream_t stream = cuda::current_stream();
+  const TensorOptions bytes(kUInt8, device);
+  // minidet has no uint32 dtype: the keys and numbers (two buffers each, for the radix sort) live in raw bytes.
+  const Tensor keys = empty({2 * rois * int64_t(sizeof(uint32_t))}, bytes);
+  const Tensor numbers = empty({2 * rois * int64_t(sizeof(uint32_t))}, bytes);
+  uint32_t* key_data = static_cast<uint32_t*>(keys.raw_data());
+  uint32_t* number_data = static_cast<uint32_t*>(numbers.raw_data());
+  locality_keys_kernel<T, Sampler>
+      <<<cuda::blocks_for(rois), cuda::kThreadsPerBlock, 0, stream>>>(rois, sampler, shape, key_data, number_data);
+  MINIDET_CUDA_LAUNCH_CHECK("roi_nhwc locality_keys_kernel");
+  // A stray row (its image index out of range, with the value check off) has a key past the largest: only its
+  // place in the order depends on that, and its kernels skip it as ever.
+  cub::DoubleBuffer<uint32_t> key_buffers(key_data, key_data + rois);
+  cub::DoubleBuffer<uint32_t> number_buffers(number_data, number_data + rois);
+  radix_sort_pairs(key_buffers, number_buffers, rois, uint64_t(images * shape.height * shape.width - 1), device);
+  storage = {keys, numbers};  // freed by the caller after the launch that reads them (one stream)
+  return number_buffers.Current();
+}
+
+// locality_order's RoIs for kernels that read or add into `map` (N, C, H, W), when it is at least half the size
+// of the L2 cache; else null, and the kernels take the RoIs as they come. Below that the features of RoIs in
+// any order mostly stay in L2 (the small maps of a detector's box head are one or two MB); the order costs
+// about 12 us (a kernel and CUB's one-block radix sort for a few thousand RoIs), less than the transpose
+// of such a map. On the large benchmark map (111 MB) it took the forward's DRAM reads from 734 to 110 MB
+// (docs/benchmarks.md).
+template <typename T, typename Sampler>
+const uint32_t* roi_order(const Sampler& sampler, int64_t rois, const Tensor& map, const PoolShape& shape,
+                          std::vector<Tensor>& storage) {
+  const int64_t images = map.size(0), pixels = images * shape.height * shape.width;
+  const bool large = map.numel() * int64_t(sizeof(T)) >= cuda::l2_cache_bytes() / 2;
+  // The keys are 32-bit pixel numbers, and CUB counts items in an int.
+  if (!large || rois < 2 || pixels >= (int64_t(1) << 32) || rois >= (int64_t(1) << 31)) return nullptr;
+  return locality_order<T>(sampler, rois, images, shape, map.device(), storage);
+}
+
 // ---- launchers: call them inside MINIDET_DISPATCH_FLOATING with T = scalar_t ---------------------------------
 
 // output (K, C, ph, pw), and argmax like it when kMax, from input (N, C, H, W); all contiguous. The staged
@@ -280,6 +340,8 @@ void forward(const Tensor& input, const Sampler& sampler, const Tensor& output, 
   // locate, took almost twice as long (docs/benchmarks.md); so the caller says how many channels it stages.
   // Wider maps keep the warp-per-bin kernel: tiling them would locate every sample once per tile, which on
   // a 256-channel map cost about what the coalesced writes saved.
+  std::vector<Tensor> order_storage;
+  const uint32_t* order = roi_order<T>(sampler, output.size(0), input, shape, order_storage);
   const int staged_per_lane = shape.channels <= 4 * kLanes ? 4 : 8;
   const size_t staged_bytes = size_t(staged_per_lane * kLanes * shape.bins()) * sizeof(T);
   if (!kMax && shape.channels <= std::min<int64_t>(staged_channels, 8 * kLanes) && staged_bytes <= kStagedBytesCap) {
@@ -290,7 +352,7 @@ void forward(const Tensor& input, const Sampler& sampler, const Tensor& output, 
         auto* kernel = forward_avg_staged_kernel<T, Index, decltype(per_lane)::value, Sampler>;
         cuda::opt_in_to_shared_memory(kernel, staged_bytes);
         kernel<<<cuda::blocks_for(rois, 1), cuda::kThreadsPerBlock, staged_bytes, cuda::current_stream()>>>(
-            Index(rois), input_nhwc.data<T>(), sampler, output.data<T>(), shape);
+            Index(rois), input_nhwc.data<T>(), sampler, output.data<T>(), shape, order);
       });
     };
     if (staged_per_lane == 4)
@@ -304,7 +366,7 @@ void forward(const Tensor& input, const Sampler& sampler, const Tensor& output, 
     using Index = decltype(index);
     forward_kernel<T, Index, kMax, Sampler><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
         Index(n), input_nhwc.data<T>(), sampler, output.data<T>(), argmax.defined() ? argmax.data<int64_t>() : nullptr,
-        shape);
+        shape, order);
   });
   MINIDET_CUDA_LAUNCH_CHECK(kernel_name);
 }

@@ -35,13 +35,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cub/device/device_radix_sort.cuh>
 
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
 #include "ops/common/bilinear.h"
+#include "ops/common/radix_sort.cuh"
 #include "ops/roi_align/roi_align_kernels.h"  // unfused_mul
 #include "ops/roi_align/roi_align_nhwc.cuh"   // kLanes, kTile
 
@@ -213,18 +213,10 @@ void backward(const Tensor& grad_output, const Sampler& sampler, const TermShape
   roi_nhwc::transpose<T, true>(grad_output.data<T>(), shares.data<T>(), s.rois, s.channels, s.bins(),
                                divisors.data<T>());
 
-  // Keys 0 .. pixels (the sentinel) need this many bits.
-  int key_bits = 1;
-  while ((int64_t(1) << key_bits) <= s.pixels()) ++key_bits;
+  // Keys run from 0 to pixels (the sentinel).
   cub::DoubleBuffer<uint32_t> key_buffers(key_data, key_data + terms);
   cub::DoubleBuffer<uint32_t> number_buffers(number_data, number_data + terms);
-  size_t temp_bytes = 0;
-  MINIDET_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, key_buffers, number_buffers, int(terms), 0,
-                                                     key_bits, stream));
-  // Scratch from the caching allocator: no cudaMalloc once the pool is warm.
-  const Tensor temp = empty({int64_t(temp_bytes) + 1}, bytes);
-  MINIDET_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.raw_data(), temp_bytes, key_buffers, number_buffers,
-                                                     int(terms), 0, key_bits, stream));
+  radix_sort_pairs(key_buffers, number_buffers, terms, uint64_t(s.pixels()), grad_input.device());
 
   // The unpacked bins take the keys' spare half.
   uint32_t* start_data = static_cast<uint32_t*>(starts.raw_data());

@@ -1,7 +1,7 @@
 // roi_align on CUDA against the CPU: every kernel path (the separable forward and backward, the per-sample
-// forwards, the shared-memory map and global-atomic backwards, the deterministic sorted terms and gather, chosen by
-// shape in ops/roi_align/roi_align_cuda.cu), NaN propagation, determinism, K = 0 and N = 0, the value check, and the
-// errors found on the GPU.
+// forwards, the shared-memory map and global-atomic backwards, the deterministic sorted terms and gather, the RoIs'
+// locality order on large maps, chosen by shape in ops/roi_align/roi_align_cuda.cu), NaN propagation, determinism, K =
+// 0 and N = 0, the value check, and the errors found on the GPU.
 #include <cmath>
 #include <random>
 #include <string>
@@ -17,6 +17,9 @@
 #include "ops/sort/sort.h"
 #include "tests/ops/roi_align_inputs.h"
 #include "tests/support.h"
+#if MINIDET_WITH_CUDA
+#include "core/cuda/context.h"  // cuda::l2_cache_bytes
+#endif
 
 using namespace minidet;
 using minidet::test::max_abs_diff;
@@ -93,6 +96,15 @@ Results run_case(const CudaCase& c, const Device& device, DType dtype, uint64_t 
   return {y.detach().cpu(), x.grad().cpu(), boxes.grad().cpu()};
 }
 
+// The L2 cache of the current GPU, in bytes (a CPU-only build never runs the cuda/ cases that ask).
+int64_t l2_bytes() {
+#if MINIDET_WITH_CUDA
+  return cuda::l2_cache_bytes();
+#else
+  return 0;
+#endif
+}
+
 // roi_align's input gradient on `device`, from CPU tensors, back on the CPU.
 Tensor input_grad_on(const Device& device, const Tensor& x, const Tensor& rois, const Tensor& upstream,
                      const RoIAlignOptions& options) {
@@ -123,6 +135,30 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: forward and both gradients match the CPU
                                       dtype == kFloat32 ? 1e-3 : 1e-9));
       }
     }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_align: a map of half the L2 cache or more takes its RoIs in locality order") {
+  // From half the L2 on, the per-sample forwards and the global-atomic backward take the RoIs sorted by image
+  // and centre (roi_nhwc::roi_order). Two images of 256 channels sized from this GPU's L2: the staged forward
+  // (avg), the warp-per-bin forward (max) and the global-atomic backward (both), on 300 RoIs in random order.
+  int64_t side = 8;
+  while (2 * 256 * side * side * int64_t(sizeof(float)) < l2_bytes() / 2) side += 8;
+  uint64_t seed = 900;
+  for (RoiPoolMode mode : {RoiPoolMode::Avg, RoiPoolMode::Max}) {
+    const CudaCase c{"a large map",
+                     {2, 256, side, side},
+                     300,
+                     0.25,
+                     RoIAlignOptions().set_sampling_ratio(2).set_spatial_scale(0.25).set_pool_mode(mode)};
+    CAPTURE(side);
+    CAPTURE(int(mode));
+    const Results cpu = run_case(c, Device::cpu(), kFloat32, seed);
+    const Results gpu = run_case(c, Device::cuda(), kFloat32, seed);
+    seed += 10;
+    CHECK(minidet::test::allclose(gpu.output, cpu.output, 1e-4, 1e-4));
+    CHECK(minidet::test::allclose(gpu.grad_input, cpu.grad_input, 1e-4, 1e-4));
+    CHECK(minidet::test::allclose(gpu.grad_boxes, cpu.grad_boxes, 1e-3, 1e-3));
   }
 }
 
