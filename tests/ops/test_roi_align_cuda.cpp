@@ -1,7 +1,7 @@
 // roi_align on CUDA against the CPU: every kernel path (the separable forward and backward, the per-sample
-// forwards, the shared-memory map and global-atomic backwards, the deterministic sorted terms and gather, the RoIs'
-// locality order on large maps, chosen by shape in ops/roi_align/roi_align_cuda.cu), NaN propagation, determinism, K =
-// 0 and N = 0, the value check, and the errors found on the GPU.
+// forwards, the shared-memory map and global-atomic backwards, the deterministic sorted terms and gather, the
+// RoIs' locality order on large maps, chosen by shape in ops/roi_align/roi_align_cuda.cu), NaN propagation,
+// determinism, K = 0 and N = 0, the value check, and the errors found on the GPU.
 #include <cmath>
 #include <random>
 #include <string>
