@@ -9,7 +9,8 @@
 #
 # The argument is a comma-separated list of parts (default: all):
 #   ctest     the whole suite (CUDA cases included; CTEST_ARGS="-R ^cuda/" runs only the GPU cases, which the
-#             CPU-only CI cannot)
+#             CPU-only CI cannot), then, without CTEST_ARGS, the cuda/ cases again with MINIDET_CUDA_INDEX64=1
+#             (every kernel in its int64_t index variant)
 #   sanitize  compute-sanitizer memcheck, racecheck and initcheck on the cuda/ cases (TOOLS, FILTER,
 #             SAN_EXCLUDE, SAN_SHARD cases per process (RACE_SHARD for racecheck), SAN_TIMEOUT seconds each); logs in sanitizer-parts.tgz
 #   demo      examples/train_mlp on the GPU
