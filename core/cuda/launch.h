@@ -74,3 +74,8 @@ void with_index(int64_t n, Launch&& launch) {
 #define MINIDET_KERNEL_LOOP(i, n)                                                         \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+// The same loop in a kernel's own index type (int32_t where cuda::with_index has checked that every offset
+// fits, else int64_t): the first product is taken in Index, and fits_int32's margin covers the last step.
+#define MINIDET_KERNEL_LOOP_AS(Index, i, n) \
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += Index(blockDim.x) * gridDim.x)

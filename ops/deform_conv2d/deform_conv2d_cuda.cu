@@ -31,8 +31,7 @@ __global__ void deform_im2col_kernel(Index samples, Index slice_channels, const 
   const Index plane_size = Index(g.height * g.width), group_channels = Index(g.channels_per_offset_group());
   const Index slices = (group_channels + slice_channels - 1) / slice_channels, taps = Index(g.taps());
   const Index col_step = taps * Index(layout.row_stride);  // next channel, same tap
-  for (Index e = Index(blockIdx.x) * blockDim.x + threadIdx.x; e < samples * slices;
-       e += Index(blockDim.x) * gridDim.x) {
+  MINIDET_KERNEL_LOOP_AS(Index, e, samples * slices) {
     const LocatedSample<T, Index> si(e % samples, offset, mask, g);
     const Index first = (e / samples) * slice_channels, count = min(slice_channels, group_channels - first);
     const Index c0 = si.first_channel(g) + first;
@@ -66,7 +65,7 @@ __global__ void deform_col2im_fused_kernel(Index samples, const T* __restrict__ 
   const Index plane_size = Index(g.height * g.width), group_channels = Index(g.channels_per_offset_group());
   const Index taps = Index(g.taps()), out_hw = Index(g.out_hw()), channels = Index(g.channels);
   const Index col_step = taps * Index(layout.row_stride);
-  for (Index s = Index(blockIdx.x) * blockDim.x + threadIdx.x; s < samples; s += Index(blockDim.x) * gridDim.x) {
+  MINIDET_KERNEL_LOOP_AS(Index, s, samples) {
     const LocatedSample<T, Index> si(s, offset, mask, g);
     const Index c0 = si.first_channel(g);
     T* col = cols ? cols + Index(layout.index(si.b, c0 * taps + si.tap, si.pos)) : nullptr;

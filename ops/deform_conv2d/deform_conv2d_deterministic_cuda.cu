@@ -24,7 +24,7 @@ template <typename T, typename Index>
 __global__ void list_neighbours_kernel(Index samples, const T* offset, const T* mask, DeformGeometry g,
                                        int64_t key_none, int64_t* keys, int64_t* ids, T* weights) {
   const Index plane_size = Index(g.height * g.width);
-  for (Index s = Index(blockIdx.x) * blockDim.x + threadIdx.x; s < samples; s += Index(blockDim.x) * gridDim.x) {
+  MINIDET_KERNEL_LOOP_AS(Index, s, samples) {
     const LocatedSample<T, Index> si(s, offset, mask, g);
     for (int r = 0; r < 4; ++r) {
       const Index id = s * 4 + r;
@@ -54,7 +54,7 @@ __global__ void gather_input_grad_kernel(Index n, const T* grad_cols, ColumnLayo
                                          DeformGeometry g) {
   const Index plane_size = Index(g.height * g.width), out_hw = Index(g.out_hw()), taps = Index(g.taps());
   const Index channels = Index(g.channels), row_stride = Index(layout.row_stride);
-  for (Index e = Index(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += Index(blockDim.x) * gridDim.x) {
+  MINIDET_KERNEL_LOOP_AS(Index, e, n) {
     const Index pixel = e % plane_size, c = (e / plane_size) % channels, b = e / (plane_size * channels);
     const Index key = (b * Index(g.offset_groups) + c / Index(g.channels_per_offset_group())) * plane_size + pixel;
     const T* grad_cols_c = grad_cols + Index(layout.index(b, c * taps, 0));  // tap t of channel c: t * row_stride
