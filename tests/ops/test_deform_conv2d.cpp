@@ -443,6 +443,7 @@ MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: the int64_t-indexed kernels match th
   const Tensor grad = random({c.batch, c.out_channels, c.out_h(), c.out_w()}, kFloat32, 766);
   const std::vector<Tensor> cpu = run_on(Device::cpu(), inputs, grad, c.options);
   std::vector<Tensor> wide, wide_deterministic, narrow_deterministic;
+  const bool forced_before = cuda::int64_index_forced();  // true when MINIDET_CUDA_INDEX64=1 runs the suite
   {
     cuda::Int64IndexScope int64_indices;
     CHECK(cuda::int64_index_forced());
@@ -451,8 +452,7 @@ MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: the int64_t-indexed kernels match th
     DeterministicGuard deterministic;
     wide_deterministic = run_on(Device::cuda(), inputs, grad, c.options);
   }
-  // The scope restores the setting it found: off, unless MINIDET_CUDA_INDEX64=1 runs the whole suite wide.
-  CHECK(cuda::fits_int32(1) == !cuda::int64_index_forced());
+  CHECK(cuda::int64_index_forced() == forced_before);  // the scope restores the setting it found
   {
     DeterministicGuard deterministic;
     narrow_deterministic = run_on(Device::cuda(), inputs, grad, c.options);
