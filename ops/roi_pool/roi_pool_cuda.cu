@@ -1,5 +1,7 @@
 // CUDA RoIPool kernels, same bins and tie rule as the CPU (roi_pool_kernels.h).
-//   forward (plane):       when the input is larger than the L2 cache and one (H, W) plane fits a block's
+//   forward (tiles):       float32 inputs larger than the L2 cache: roi_pool_tiles_cuda.cu, a block per tile of
+//                          a channel-last copy of the map, lanes over channels.
+//   forward (plane):       other inputs larger than the L2 cache (float64) when one (H, W) plane fits a block's
 //                          shared memory: a block per plane (image n, channel c) copies it there once, then
 //                          lists its image's RoIs and scans each of their bins there, a thread per bin. A
 //                          max over a bin reads every pixel of the bin, and a detector's RoIs overlap, so
@@ -164,6 +166,7 @@ void roi_pool_forward_cuda(const Tensor& input, const Tensor& rois, const Tensor
   if (n == 0) return;
   MINIDET_DISPATCH_FLOATING(input.dtype(), "roi_pool", [&] {
     const int64_t images = input.size(0);
+    if (roi_pool_tiles_take(input, g)) return roi_pool_forward_tiles_cuda(input, rois, output, argmax, g);
     if (plane_kernels_take<scalar_t>(g, images)) {
       launch_plane<scalar_t>(forward_plane_kernel<scalar_t>, g, images, input.data<scalar_t>(), rois.data<scalar_t>(),
                              output.data<scalar_t>(), argmax.data<int64_t>());

@@ -20,194 +20,20 @@
 //   The chunks come in order and each sum goes on from the last chunk's, so every element of dx receives its
 //   terms in the CPU's order, from 0: the CPU's bits. The block then writes its whole plane (no zero fill).
 //
-// A gather over tiles of dx, for larger planes (no scratch lists):
-//   Work item = (image b, tile of tile_h x tile_w pixels, chunk of 32 channels): one warp, lane = channel.
-//   The warp keeps the tile's gradient for its 32 channels in shared memory, walks the RoIs in order
-//   k = 0..K-1 (32 at a time: each lane tests one RoI against the tile, a ballot keeps the hits in k
-//   order), and for each hit the bins (p, q) that meet the tile, in (p, q) order; a lane adds dy[k, c, p, q]
-//   to its tile pixel when argmax[k, c, p, q] lies in the tile. Lane c alone owns channel c of the tile, so
-//   each element of dx receives its terms in the CPU's order (k, p, q), starting from 0: the CPU's bits,
-//   every run. Then the warp writes its whole tile (zeros included), so dx needs no zero fill.
-//   Each argmax is read once per tile its bin meets: tiles are as large as shared memory allows (16 x 16
-//   in float32) and shrink only when there would be too few work items to fill the GPU (small maps).
-//   The RoIs' outer extents, in a map where the N images are stacked vertically (image b's rows are
-//   b*H .. b*H + H - 1, so one test checks the image and the rows), are computed once by span_kernel.
+// Sorted terms, for larger planes (the sorted terms section below): every term keyed by its element of dx,
+// sorted stably by CUB's radix sort, each run of one element's terms added in order.
+#include <algorithm>
+
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/launch.h"
 #include "core/factories.h"
-#include "ops/roi_align/roi_align_nhwc.cuh"  // kLanes
+#include "ops/common/radix_sort.cuh"
 #include "ops/roi_pool/roi_pool_kernels.h"
 #include "ops/roi_pool/roi_pool_plane.cuh"
 
 namespace minidet::ops::detail {
 namespace {
-
-using roi_nhwc::kLanes;
-
-// Rows [y0, y1) (in the stacked map) and columns [x0, x1) that RoI k's bins can reach: the union of its bins.
-// An inverted or degenerate RoI gets an empty span, so it meets no tile.
-template <typename T>
-__global__ void span_kernel(const T* rois, int4* spans, RoIPoolGeometry g) {
-  MINIDET_KERNEL_LOOP(k, g.num_rois) {
-    const T* roi = rois + k * 5;
-    const RoIPoolFrame<T> f = roi_pool_frame(roi, g);
-    const int top = static_cast<int>(static_cast<int64_t>(roi[0]) * g.height);
-    spans[k] = f.empty ? make_int4(0, 0, 0, 0)
-                       : make_int4(top + int(f.row_start(0)), top + int(f.row_end(g.pooled_height - 1)),
-                                   int(f.col_start(0)), int(f.col_end(g.pooled_width - 1)));
-  }
-}
-
-// The bins i in [first, last) whose extent [start(i), end(i)) meets [lo, hi). Both edges are nondecreasing
-// in i, so those bins form one range. `guess` (any float, NaN included) is only where the walk starts: the
-// walk is exact from anywhere, and a guess from the bin size keeps it to a step or two.
-template <typename Start, typename End>
-__device__ int2 bins_meeting(Start start, End end, int64_t lo, int64_t hi, int pooled, float guess) {
-  int first = static_cast<int>(fminf(fmaxf(guess, 0.0f), float(pooled - 1)));
-  while (first > 0 && end(first - 1) > lo) --first;
-  while (first < pooled && end(first) <= lo) ++first;
-  int last = first;
-  while (last < pooled && start(last) < hi) ++last;
-  return make_int2(first, last);
-}
-
-// Shared memory of one warp: tile pixel i, lane l at acc[i * kAccStride + l]. The extra column keeps both
-// the lanes' accumulation (same pixel, 32 lanes) and the write-out (32 pixels, one lane's channel) free of
-// bank conflicts.
-constexpr int kAccStride = kLanes + 1;
-
-struct Tiling {
-  int tile_h, tile_w;
-  int64_t tiles_y, tiles_x, chunks;
-  int64_t items(int64_t batch) const { return batch * tiles_y * tiles_x * chunks; }
-};
-
-template <typename T>
-__global__ void backward_gather_kernel(int64_t items, const T* grad_output, const T* rois, const int4* spans,
-                                       const int64_t* argmax, T* grad_input, RoIPoolGeometry g, Tiling tiling) {
-  extern __shared__ unsigned char shared_bytes[];
-  T* acc = reinterpret_cast<T*>(shared_bytes);  // one warp per block
-  const int lane = threadIdx.x;
-  const int tile_pixels = tiling.tile_h * tiling.tile_w, bins = int(g.pooled_height * g.pooled_width);
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const int64_t chunk = item % tiling.chunks, tile = item / tiling.chunks;
-    const int64_t tx = tile % tiling.tiles_x, ty = tile / tiling.tiles_x % tiling.tiles_y;
-    const int64_t batch = tile / (tiling.tiles_x * tiling.tiles_y);
-    const int64_t c = chunk * kLanes + lane;
-    const bool live = c < g.channels;
-    // The tile: rows [y0, y1) of image `batch`, columns [x0, x1); `top` is its first row in the stacked map.
-    const int64_t y0 = ty * tiling.tile_h, y1 = min(y0 + tiling.tile_h, g.height);
-    const int64_t x0 = tx * tiling.tile_w, x1 = min(x0 + tiling.tile_w, g.width);
-    const int64_t top = batch * g.height + y0, bottom = batch * g.height + y1;
-    const int64_t band = y0 * g.width, band_size = (y1 - y0) * g.width;  // the tile's rows, as flat indices
-    const bool narrow = band_size <= int64_t(UINT32_MAX);
-    for (int i = 0; i < tile_pixels; ++i) acc[i * kAccStride + lane] = T(0);
-
-    for (int64_t k0 = 0; k0 < g.num_rois; k0 += kLanes) {
-      // Each lane tests one RoI; the hits' bin ranges are found in parallel, then visited in k order.
-      const int64_t mine = k0 + lane;
-      int2 rows = make_int2(0, 0), cols = make_int2(0, 0);
-      if (mine < g.num_rois) {
-        const int4 s = spans[mine];  // (row start, row end, column start, column end)
-        if (s.y > top && s.x < bottom && s.w > x0 && s.z < x1) {
-          const RoIPoolFrame<T> f = roi_pool_frame(rois + mine * 5, g);
-          rows = bins_meeting([&](int p) { return f.row_start(p); }, [&](int p) { return f.row_end(p); }, y0, y1,
-                              int(g.pooled_height), float((T(y0) - f.y1) / f.bin_height));
-          cols = bins_meeting([&](int q) { return f.col_start(q); }, [&](int q) { return f.col_end(q); }, x0, x1,
-                              int(g.pooled_width), float((T(x0) - f.x1) / f.bin_width));
-        }
-      }
-      unsigned hits = __ballot_sync(0xffffffffu, rows.x < rows.y && cols.x < cols.y);
-      while (hits) {
-        const int src = __ffs(hits) - 1;
-        hits &= hits - 1;
-        const int p0 = __shfl_sync(0xffffffffu, rows.x, src), p1 = __shfl_sync(0xffffffffu, rows.y, src);
-        const int q0 = __shfl_sync(0xffffffffu, cols.x, src), q1 = __shfl_sync(0xffffffffu, cols.y, src);
-        if (!live) continue;
-        const int64_t base = ((k0 + src) * g.channels + c) * bins;  // dy[k, c, 0, 0]
-        for (int p = p0; p < p1; ++p) {
-          const int64_t row = base + p * g.pooled_width;
-          for (int q = q0; q < q1; q += 4) {
-            // Four bins' loads issued together, then their adds in (p, q) order.
-            int64_t where[4];
-            T value[4];
-#pragma unroll
-            for (int u = 0; u < 4; ++u) {
-              where[u] = q + u < q1 ? argmax[row + q + u] - band : -1;
-              value[u] = q + u < q1 ? grad_output[row + q + u] : T(0);
-            }
-#pragma unroll
-            for (int u = 0; u < 4; ++u) {
-              if (where[u] < 0 || where[u] >= band_size) continue;  // empty bin, or a maximum above or below
-              // 32-bit division where it is exact (always, short of a map 2^28 pixels wide): several times cheaper.
-              const int64_t y = narrow ? int64_t(uint32_t(where[u]) / uint32_t(g.width)) : where[u] / g.width;
-              const int64_t x = where[u] - y * g.width;
-              if (x < x0 || x >= x1) continue;  // a maximum left or right of the tile
-              acc[(y * tiling.tile_w + x - x0) * kAccStride + lane] += value[u];
-            }
-          }
-        }
-      }
-    }
-    __syncwarp();
-    // Write the tile: consecutive lanes take consecutive pixels of one channel (coalesced rows).
-    for (int i = lane; i < kLanes * tile_pixels; i += kLanes) {
-      const int channel = i / tile_pixels, pixel = i % tile_pixels;
-      const int64_t y = y0 + pixel / tiling.tile_w, x = x0 + pixel % tiling.tile_w, cc = chunk * kLanes + channel;
-      if (y < y1 && x < x1 && cc < g.channels)
-        grad_input[((batch * g.channels + cc) * g.height + y) * g.width + x] = acc[pixel * kAccStride + channel];
-    }
-    __syncwarp();  // the next item zeroes acc
-  }
-}
-
-// Enough work items for this many warps per multiprocessor, before tiles shrink below the largest size.
-constexpr int64_t kItemsPerMultiprocessor = 16;
-
-// The largest tile whose accumulators fit kMaxSharedBytes (16 x 16 in float32, 8 x 16 in float64), halved
-// (rows first) while the work items would not fill the GPU.
-template <typename T>
-Tiling choose_tiling(int64_t batch, const RoIPoolGeometry& g) {
-  constexpr int64_t kMaxSharedBytes = 48 * 1024;  // the default limit of one block's dynamic shared memory
-  Tiling t{16, 16, 0, 0, (g.channels + kLanes - 1) / kLanes};
-  const auto fit = [&] {
-    t.tiles_y = (g.height + t.tile_h - 1) / t.tile_h;
-    t.tiles_x = (g.width + t.tile_w - 1) / t.tile_w;
-  };
-  while (int64_t(t.tile_h) * t.tile_w * kAccStride * int64_t(sizeof(T)) > kMaxSharedBytes) t.tile_h /= 2;
-  fit();
-  const int64_t wanted = cuda::multiprocessor_count() * kItemsPerMultiprocessor;
-  while (t.items(batch) < wanted && t.tile_h * t.tile_w > 1) {
-    if (t.tile_h >= t.tile_w) t.tile_h /= 2;
-    else t.tile_w /= 2;
-    fit();
-  }
-  return t;
-}
-
-template <typename T>
-void backward_gather(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax, const Tensor& grad_input,
-                     const RoIPoolGeometry& g) {
-  const int64_t batch = grad_input.size(0);
-  // The stacked map's rows and every column are int32 in span_kernel.
-  MINIDET_CHECK(batch * g.height < (int64_t(1) << 31) && g.width < (int64_t(1) << 31),
-                "roi_pool: deterministic backward needs N*H and W below 2^31, got N*H = ", batch * g.height,
-                ", W = ", g.width);
-  const cudaStream_t stream = cuda::current_stream();
-  // 16 bytes (an int4) per RoI; a fresh allocation is aligned far beyond the 16 bytes an int4 needs.
-  Tensor spans = empty({g.num_rois, 2}, TensorOptions(kInt64, grad_input.device()));
-  span_kernel<T><<<cuda::blocks_for(g.num_rois), cuda::kThreadsPerBlock, 0, stream>>>(
-      rois.data<T>(), reinterpret_cast<int4*>(spans.data<int64_t>()), g);
-  MINIDET_CUDA_LAUNCH_CHECK("roi_pool span_kernel");
-  const Tiling tiling = choose_tiling<T>(batch, g);
-  const int64_t items = tiling.items(batch);
-  const size_t shared = size_t(tiling.tile_h) * tiling.tile_w * kAccStride * sizeof(T);
-  backward_gather_kernel<T><<<cuda::blocks_for(items, 1), kLanes, shared, stream>>>(
-      items, grad_output.data<T>(), rois.data<T>(), reinterpret_cast<const int4*>(spans.data<int64_t>()),
-      argmax.data<int64_t>(), grad_input.data<T>(), g, tiling);
-  MINIDET_CUDA_LAUNCH_CHECK("roi_pool backward_gather_kernel");
-}
 
 // ---- sorted buckets ----------------------------------------------------------------------------------------
 
@@ -395,6 +221,98 @@ void backward_sorted(const Tensor& grad_output, const Tensor& rois, const Tensor
   MINIDET_CUDA_LAUNCH_CHECK("roi_pool backward_sorted_kernel");
 }
 
+// ---- sorted terms ------------------------------------------------------------------------------------------
+
+// Term e (one per bin and channel, e = (k * C + c) * bins + b) adds dy[e] to the element of dx at argmax[e] in
+// plane (n_k, c), and the CPU adds each element's terms in the order of e. So each term is keyed by its
+// element of dx, (n_k * C + c) * H * W + argmax[e] (a term with no pixel, an empty bin or a row naming no
+// image, gets the key `none`, past the last element), the (key, dy) pairs are sorted stably by key, and the
+// first term of each run adds the run's values, in order, to what dx holds: the CPU's bits. dx is zeroed
+// first. The terms go in chunks of at most kTermChunk, a range of RoIs at a time in order, each run adding on
+// to dx's running value, so the order holds across chunks too.
+//
+// The tests' inputs fit one chunk, so the 64-bit testing switch (cuda::int64_index_forced) also cuts them
+// into small chunks: its runs of the cuda/ cases check the chunk loop along with the 64-bit keys.
+constexpr int64_t kTermChunk = int64_t(1) << 26;  // scratch of 16 bytes a float32 term: 1 GB at most
+constexpr int64_t kForcedTermChunk = 1000;
+
+// Index: the type of the chunk's own index arithmetic (int32_t whenever the argmax's count allows).
+template <typename T, typename Key, typename Index>
+__global__ void term_keys_kernel(Index first, Index n, const int64_t* argmax, const T* grad_output, const T* rois,
+                                 Key* keys, T* values, RoIPoolGeometry g, int64_t images, Key none) {
+  const Index bins = Index(g.pooled_height * g.pooled_width), channels = Index(g.channels);
+  const int64_t plane = g.height * g.width;
+  MINIDET_KERNEL_LOOP_AS(Index, i, n) {
+    const Index e = first + i, kc = e / bins, c = kc % channels, k = kc / channels;
+    const int64_t at = argmax[e];
+    const T batch = rois[int64_t(k) * 5];
+    keys[i] = at >= 0 && roi_plane::names_an_image(batch, images)
+                  ? Key((static_cast<int64_t>(batch) * g.channels + c) * plane + at)
+                  : none;
+    values[i] = grad_output[e];
+  }
+}
+
+constexpr int kRunBatch = 8;  // a run's terms loaded together before any is added
+
+// The first term of each run adds the run's values to dx, in order, kRunBatch loaded at a time: most runs are
+// a few terms long, so each waits on memory once rather than once per term.
+template <typename T, typename Key>
+__global__ void run_sums_kernel(int64_t n, const Key* keys, const T* values, T* grad_input, Key none) {
+  MINIDET_KERNEL_LOOP(i, n) {
+    const Key key = keys[i];
+    if (key == none || (i > 0 && keys[i - 1] == key)) continue;  // not the first term of a run
+    T sum = grad_input[key];
+    for (int64_t j = i;; j += kRunBatch) {
+      Key next[kRunBatch];
+      T value[kRunBatch];
+#pragma unroll
+      for (int u = 0; u < kRunBatch; ++u) {
+        next[u] = j + u < n ? keys[j + u] : none;
+        value[u] = j + u < n ? values[j + u] : T(0);
+      }
+      bool ended = false;
+#pragma unroll
+      for (int u = 0; u < kRunBatch; ++u) {
+        ended = ended || next[u] != key;  // sorted: the run ends at the first other key
+        if (!ended) sum += value[u];
+      }
+      if (ended) break;
+    }
+    grad_input[key] = sum;
+  }
+}
+
+template <typename T, typename Key>
+void backward_terms(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax, const Tensor& grad_input,
+                    const RoIPoolGeometry& g) {
+  const cudaStream_t stream = cuda::current_stream();
+  const int64_t images = grad_input.size(0), terms = argmax.numel();
+  const Key none = Key(grad_input.numel());
+  const int64_t chunk = std::min(terms, cuda::int64_index_forced() ? kForcedTermChunk : kTermChunk);
+  grad_input.zero_();
+  // Raw storage: minidet's tensors have no unsigned dtypes. Each array is a double buffer for the sort.
+  const Tensor keys = empty({2 * chunk * int64_t(sizeof(Key))}, TensorOptions(kUInt8, grad_input.device()));
+  const Tensor values = empty({2 * chunk}, grad_input.options());
+  Key* key_data = reinterpret_cast<Key*>(keys.data<uint8_t>());
+  for (int64_t first = 0; first < terms; first += chunk) {
+    const int64_t n = std::min(chunk, terms - first);
+    cuda::with_index(terms, [&](auto index) {
+      using Index = decltype(index);
+      term_keys_kernel<T, Key, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
+          Index(first), Index(n), argmax.data<int64_t>(), grad_output.data<T>(), rois.data<T>(), key_data,
+          values.data<T>(), g, images, none);
+    });
+    MINIDET_CUDA_LAUNCH_CHECK("roi_pool term_keys_kernel");
+    cub::DoubleBuffer<Key> key_buffers(key_data, key_data + chunk);
+    cub::DoubleBuffer<T> value_buffers(values.data<T>(), values.data<T>() + chunk);
+    radix_sort_pairs(key_buffers, value_buffers, n, uint64_t(none), grad_input.device());
+    run_sums_kernel<T, Key><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
+        n, key_buffers.Current(), value_buffers.Current(), grad_input.data<T>(), none);
+    MINIDET_CUDA_LAUNCH_CHECK("roi_pool run_sums_kernel");
+  }
+}
+
 }  // namespace
 
 void roi_pool_backward_deterministic_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
@@ -404,8 +322,10 @@ void roi_pool_backward_deterministic_cuda(const Tensor& grad_output, const Tenso
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_pool", [&] {
     if (sorted_buckets_take<scalar_t>(g, grad_input.size(0)))
       backward_sorted<scalar_t>(grad_output, rois, argmax, grad_input, g);
+    else if (grad_input.numel() < int64_t(UINT32_MAX) && !cuda::int64_index_forced())
+      backward_terms<scalar_t, uint32_t>(grad_output, rois, argmax, grad_input, g);
     else
-      backward_gather<scalar_t>(grad_output, rois, argmax, grad_input, g);
+      backward_terms<scalar_t, uint64_t>(grad_output, rois, argmax, grad_input, g);
   });
 }
 

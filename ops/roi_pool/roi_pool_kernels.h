@@ -132,6 +132,10 @@ void roi_pool_backward_cuda(const Tensor& grad_output, const Tensor& rois, const
                             const Tensor& grad_input, const RoIPoolGeometry& g, bool deterministic);
 void roi_pool_backward_deterministic_cuda(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax,
                                           const Tensor& grad_input, const RoIPoolGeometry& g);
+// The forward over tiles of a channel-last map (roi_pool_tiles_cuda.cu), and whether it takes this input.
+bool roi_pool_tiles_take(const Tensor& input, const RoIPoolGeometry& g);
+void roi_pool_forward_tiles_cuda(const Tensor& input, const Tensor& rois, const Tensor& output, const Tensor& argmax,
+                                 const RoIPoolGeometry& g);
 #endif
 
 }  // namespace minidet::ops::detail

@@ -2,6 +2,7 @@
 // gradient checks; CUDA parity (forward, argmax, gradient) and deterministic bits; every bad input.
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -406,11 +407,13 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: both deterministic backwards equal the CP
   }
 }
 
-MINIDET_CUDA_TEST_CASE("cuda/roi_pool: an input larger than the L2 cache takes the plane kernels") {
-  // 160 MB of input (more than any current GPU's L2) in planes of 200 x 250 that fit a block's shared memory:
-  // roi_pool_cuda.cu's plane kernels. 1,100 small RoIs over two images (two pieces of the RoI list per
-  // block), a few large ones that reach or cross the map's edges, and, with the value check off, a row whose
-  // batch index names no image: its bins must come out empty (0, argmax -1) and send nothing back.
+MINIDET_CUDA_TEST_CASE(
+    "cuda/roi_pool: an input larger than the L2 cache takes the tile forward and the plane backward") {
+  // 160 MB of float32 input (more than any current GPU's L2) in planes of 200 x 250 that fit a block's shared
+  // memory: the forward over tiles (roi_pool_tiles_cuda.cu) and the plane backward (roi_pool_cuda.cu). 1,100 small RoIs
+  // over two images (two pieces of the RoI list per block), a few large ones that reach or cross the map's edges, and,
+  // with the value check off, a row whose batch index names no image: its bins must come out empty (0, argmax -1) and
+  // send nothing back.
   Generator g(90);
   const Shape shape = {2, 400, 200, 250};
   const Tensor x = randn(shape, kFloat32, &g);
@@ -439,10 +442,10 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: an input larger than the L2 cache takes t
   CHECK(x_gpu.grad().to_vector<float>() == cpu[2].to_vector<float>());
 }
 
-MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the plane kernels pick the CPU's pixel on ties and NaN at any bin size") {
-  // Inputs of 90 to 160 MB, larger than the 50 MB L2 of the GPUs this was written on (H100, H200), in planes that
-  // fit a block's shared memory: roi_pool_cuda.cu's plane kernels (a GPU with a larger L2 checks its per-bin
-  // kernels instead). float32 and float64, values from {0, 1, 2} and a NaN every 997 pixels: most bins hold
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the large-input forwards pick the CPU's pixel on ties and NaN at any bin size") {
+  // Inputs of 90 to 160 MB, larger than the 50 MB L2 of the GPUs this was written on (H100, H200): float32 takes
+  // the forward over tiles (roi_pool_tiles_cuda.cu), float64 the plane kernels (roi_pool_cuda.cu; a GPU with a
+  // larger L2 checks the per-bin kernels instead). Values from {0, 1, 2} and a NaN every 997 pixels: most bins hold
   // several maxima, and the first in row-major order must win, as on the CPU. RoIs up to 0.8 of the map,
   // partly off it, and inverted; output sizes from 3 to 40 bins a row, so bins from under a pixel to over 100
   // wide.
@@ -473,6 +476,41 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the plane kernels pick the CPU's pixel on
     for (size_t i = 0; same && i < a.size(); ++i) same = (a[i] == b[i]) || (std::isnan(a[i]) && std::isnan(b[i]));
     CHECK(same);
     CHECK(minidet::test::allclose(gpu[2], cpu[2], 1e-5, 1e-5));
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the tile forward merges a bin's maxima across tiles as the CPU's scan does") {
+  // A float32 input of 111 MB, larger than L2: the forward over tiles. Bins up to most of the map cross many
+  // 16 x 16 tiles, each giving a partial maximum; their keys must merge into the CPU's pick (roi_pool.h): the
+  // first NaN in row-major order, else the first pixel of the largest value, -0 and +0 being equal. The
+  // outputs are compared bit for bit, so a zero keeps its sign and a NaN its payload. The first case has only
+  // -inf, -1 and both zeros, so most maxima are zeros (read back from the input); the second adds 1, +inf and
+  // a NaN every 1,999 pixels.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<float>> palettes = {{-inf, -1.0f, -0.0f, 0.0f}, {-inf, -1.0f, -0.0f, 0.0f, 1.0f, inf}};
+  const Shape shape = {2, 64, 416, 520};
+  uint64_t seed = 130;
+  for (size_t which = 0; which < palettes.size(); ++which) {
+    CAPTURE(which);
+    const std::vector<float>& palette = palettes[which];
+    Generator g(seed++);
+    const std::vector<int64_t> picks = randint(0, int64_t(palette.size()), shape, kInt64, &g).to_vector<int64_t>();
+    std::vector<float> values(picks.size());
+    for (size_t i = 0; i < values.size(); ++i) values[i] = palette[size_t(picks[i])];
+    if (which == 1)
+      for (size_t i = 0; i < values.size(); i += 1999) values[i] = std::nanf("");
+    const Tensor x = from_vector<float>(values, shape);
+    const Tensor rois = random_rois(300, shape[0], double(shape[2]), double(shape[3]), seed++).to(kFloat32);
+    const RoIPoolResult cpu = roi_pool_with_argmax(x, rois, {5, 6}, 1.0);
+    const RoIPoolResult gpu = roi_pool_with_argmax(x.cuda(), rois.cuda(), {5, 6}, 1.0);
+    CHECK(gpu.argmax.to_vector<int64_t>() == cpu.argmax.to_vector<int64_t>());
+    const auto bits = [](const Tensor& t) {
+      const std::vector<float> v = t.to_vector<float>();
+      std::vector<uint32_t> b(v.size());
+      std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+      return b;
+    };
+    CHECK(bits(gpu.output) == bits(cpu.output));
   }
 }
 
