@@ -4,12 +4,23 @@
 #include <cstring>
 
 #include "core/factories.h"
+#if MINIDET_WITH_CUDA
+#include "core/cuda/context.h"  // cuda::l2_cache_bytes
+#endif
 
 namespace minidet::test {
 
 bool cuda_available() {
   static const bool available = cuda::is_available();
   return available;
+}
+
+int64_t gpu_l2_bytes() {
+#if MINIDET_WITH_CUDA
+  return cuda::l2_cache_bytes();
+#else
+  return 0;
+#endif
 }
 
 Tensor random_leaf(const Shape& shape, uint64_t seed) {

@@ -14,6 +14,10 @@ namespace minidet::test {
 // Asked once, at registration time, so doctest can mark CUDA cases as skipped before running anything.
 bool cuda_available();
 
+// The L2 cache of the current GPU, in bytes, for cases that size an input to outgrow it; 0 in a CPU-only
+// build, which never runs the cuda/ cases that ask.
+int64_t gpu_l2_bytes();
+
 // A float64 leaf drawn from N(0, 1) with its own seed, marked requires_grad: the usual gradcheck input.
 Tensor random_leaf(const Shape& shape, uint64_t seed);
 

@@ -2,11 +2,11 @@
 // (roi_pool_cuda.cu picks it).
 //
 // Why. A max over a bin reads every pixel of the bin, and a detector's RoIs overlap, so the bins of all RoIs
-// together read each pixel many times (about 60 on the benchmark's large map). A kernel that reads per bin
-// from global memory then moves gigabytes through L1 and L2; the plane kernels (roi_pool_cuda.cu) copy each
-// (n, c) plane into shared memory once, but there a warp's 32 lanes are 32 bins scanning 32 scattered pixels,
-// and the shared-memory banks serialise them. Here the 32 lanes are CHANNELS of one pixel, as in RoIAlign's
-// channel-last kernels: every shared-memory read is one conflict-free row.
+// together read each pixel many times. A kernel that reads per bin from global memory then moves gigabytes
+// through L1 and L2; the plane kernels (roi_pool_cuda.cu) copy each (n, c) plane into shared memory once,
+// but there a warp's 32 lanes are 32 bins scanning 32 scattered pixels, and the shared-memory banks serialise
+// them. Here the 32 lanes are CHANNELS of one pixel, as in RoIAlign's channel-last kernels: every
+// shared-memory read is one conflict-free row.
 //
 //   1. The input is laid out channel-last, (N, H, W, C) (roi_nhwc::transpose).
 //   2. Block = (image, 16 x 16 tile of pixels, group of 64 channels). It copies its tile's 64 channels into
@@ -49,8 +49,8 @@ using Key = unsigned long long;  // atomicMax's 64-bit type
 constexpr int kTileSide = 16;  // a tile is kTileSide x kTileSide pixels of 64 channels: 64 KB of float32
 constexpr int kTilePixels = kTileSide * kTileSide;
 constexpr int kGroupChannels = 2 * kLanes;  // lane l takes channels l and l + 32 of its group
-// Warps per block, sharing one staged tile. Two blocks of 16 fit a multiprocessor (64 registers a thread);
-// measured 3% faster than three blocks of 8 on the large map.
+// Warps per block, sharing one staged tile. Two blocks of 16 fit a multiprocessor (64 registers a thread),
+// which measured faster than three blocks of 8 (docs/benchmarks.md).
 constexpr int kTileWarps = 16;
 constexpr size_t kTileBytes = size_t(kTilePixels) * kLanes * sizeof(float2);
 
@@ -147,10 +147,13 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2)
     roi_tiles::walk_rois_meeting(
         rois, spans, g, warp, rect, next, [&](int64_t k, const RoIPoolFrame<float>& f, int p0, int p1, int q0, int q1) {
           for (int p = p0; p < p1; ++p) {
-            // The bin's rows within the tile, relative to it (non-empty: the bin meets the tile).
+            // The bin's part of the tile, relative to it. It is empty only for a bin that is empty everywhere: a
+            // bin a hair thin, whose edges round to one whole number inside the tile, still "meets" it, and
+            // stays empty, (0, -1), as on the CPU. (The test is the same on every lane.)
             const int top = int(max(f.row_start(p), rect.y0) - y0), bottom = int(min(f.row_end(p), rect.y1) - y0);
             for (int q = q0; q < q1; ++q) {
               const int left = int(max(f.col_start(q), rect.x0) - x0), right = int(min(f.col_end(q), rect.x1) - x0);
+              if (top >= bottom || left >= right) continue;
               float2 best;
               int2 at;
               if (clean)

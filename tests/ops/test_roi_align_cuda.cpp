@@ -17,9 +17,6 @@
 #include "ops/sort/sort.h"
 #include "tests/ops/roi_align_inputs.h"
 #include "tests/support.h"
-#if MINIDET_WITH_CUDA
-#include "core/cuda/context.h"  // cuda::l2_cache_bytes
-#endif
 
 using namespace minidet;
 using minidet::test::max_abs_diff;
@@ -96,15 +93,6 @@ Results run_case(const CudaCase& c, const Device& device, DType dtype, uint64_t 
   return {y.detach().cpu(), x.grad().cpu(), boxes.grad().cpu()};
 }
 
-// The L2 cache of the current GPU, in bytes (a CPU-only build never runs the cuda/ cases that ask).
-int64_t l2_bytes() {
-#if MINIDET_WITH_CUDA
-  return cuda::l2_cache_bytes();
-#else
-  return 0;
-#endif
-}
-
 // roi_align's input gradient on `device`, from CPU tensors, back on the CPU.
 Tensor input_grad_on(const Device& device, const Tensor& x, const Tensor& rois, const Tensor& upstream,
                      const RoIAlignOptions& options) {
@@ -143,7 +131,7 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: a map of half the L2 cache or more takes
   // and centre (roi_nhwc::roi_order). Two images of 256 channels sized from this GPU's L2: the staged forward
   // (avg), the warp-per-bin forward (max) and the global-atomic backward (both), on 300 RoIs in random order.
   int64_t side = 8;
-  while (2 * 256 * side * side * int64_t(sizeof(float)) < l2_bytes() / 2) side += 8;
+  while (2 * 256 * side * side * int64_t(sizeof(float)) < minidet::test::gpu_l2_bytes() / 2) side += 8;
   uint64_t seed = 900;
   for (RoiPoolMode mode : {RoiPoolMode::Avg, RoiPoolMode::Max}) {
     const CudaCase c{"a large map",

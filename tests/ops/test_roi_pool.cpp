@@ -2,7 +2,6 @@
 // gradient checks; CUDA parity (forward, argmax, gradient) and deterministic bits; every bad input.
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -217,9 +216,9 @@ std::vector<Tensor> pool_and_backward(const Tensor& x_cpu, const Tensor& rois_cp
   return {r.output.detach().cpu(), r.argmax.cpu(), x.grad().cpu()};
 }
 
-// Channel counts that leave part of a warp idle (the deterministic gather's lanes are channels), maps small
-// enough that the gather cuts tiny tiles and large enough for full ones, several images, RoIs that stick
-// out or lie outside (random_rois).
+// Channel counts that leave part of a warp idle, maps small enough for the deterministic backward's sorted
+// buckets and large enough for its sorted terms, several images, RoIs that stick out or lie outside
+// (random_rois).
 struct ParityCase {
   Shape input;
   int64_t rois;
@@ -279,7 +278,7 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: deterministic backward gives identical bi
     if (round == 0) first = grad;
     else CHECK(grad == first);
   }
-  // The gather adds in the CPU's order (k, p, q) with plain IEEE additions: the same bits as the CPU.
+  // The deterministic backward adds in the CPU's order (k, p, q) with plain IEEE additions: the CPU's bits.
   CHECK(first == on_cpu);
 }
 
@@ -302,7 +301,7 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: both backwards match the CPU for odd chan
         const std::vector<Tensor> gpu = pool_and_backward(x, rois, upstream, c.output, c.scale, true);
         CHECK(gpu[0].to_vector<double>() == cpu[0].to_vector<double>());
         CHECK(gpu[1].to_vector<int64_t>() == cpu[1].to_vector<int64_t>());
-        // The gather adds in the CPU's order: equal bits. The atomics add in any order.
+        // The deterministic backward adds in the CPU's order: equal bits. The atomics add in any order.
         if (deterministic) CHECK(gpu[2].to_vector<double>() == cpu[2].to_vector<double>());
         else CHECK(minidet::test::allclose(gpu[2], cpu[2], 1e-5, 1e-5));
       }
@@ -362,10 +361,10 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: deterministic backward on a detector-size
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: both deterministic backwards equal the CPU bit for bit") {
   // roi_pool_deterministic_cuda.cu: planes of 40 x 30 take the sorted buckets (several chunks of bins per
   // plane), 40 x 40 the sorted buckets in float32 (1,100 RoIs on one image: two pieces of the RoI list) and
-  // the gather in float64, whose plane arrays take more shared memory; 30 x 40 the sorted buckets with two
-  // pieces in both; 150 x 200 the gather. 34 x 48 and 34 x 35 (float32 and float64) ask for 48 KB of dynamic
-  // shared memory or a few bytes less, which with the kernel's static arrays passes the default limit, so
-  // they fail unless the kernel is opted in. 10 x 10 planes on one image take the largest chunks (4,096 bins
+  // the sorted terms in float64, whose plane arrays take more shared memory; 30 x 40 the sorted buckets with
+  // two pieces in both; 150 x 200 the sorted terms. 34 x 48 and 34 x 35 (float32 and float64) ask for 48 KB
+  // of dynamic shared memory or a few bytes less, which with the kernel's static arrays passes the default
+  // limit, so they fail unless the kernel is opted in. 10 x 10 planes on one image take the largest chunks (4,096 bins
   // in float32, 2,048 in float64) and 200 RoIs fill several of them, every warp's quarter included.
   struct Case {
     Shape shape;
@@ -434,8 +433,8 @@ MINIDET_CUDA_TEST_CASE(
   CHECK(argmax.slice(0, k, k + 1).to_vector<int64_t>() == std::vector<int64_t>(shape[1] * 9, -1));
   // The shared-memory atomics add in any order: equal up to float32 rounding.
   CHECK(minidet::test::allclose(x_gpu.grad().cpu(), cpu[2], 1e-5, 1e-5));
-  // The deterministic backward (here the gather: the planes are too large for the sorted buckets) skips the
-  // stray row too, and adds in the CPU's order.
+  // The deterministic backward (here the sorted terms: the planes are too large for the sorted buckets)
+  // skips the stray row too, and adds in the CPU's order.
   DeterministicGuard deterministic;
   x_gpu.set_grad(Tensor());
   roi_pool_with_argmax(x_gpu, cat({rois, stray}, 0).cuda(), {3, 3}, 1.0, false).output.backward(upstream.cuda());
@@ -480,15 +479,18 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the large-input forwards pick the CPU's p
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the tile forward merges a bin's maxima across tiles as the CPU's scan does") {
-  // A float32 input of 111 MB, larger than L2: the forward over tiles. Bins up to most of the map cross many
-  // 16 x 16 tiles, each giving a partial maximum; their keys must merge into the CPU's pick (roi_pool.h): the
-  // first NaN in row-major order, else the first pixel of the largest value, -0 and +0 being equal. The
+  // A float32 input larger than L2 (sized from it): the forward over tiles. Bins up to most of the map cross
+  // many 16 x 16 tiles, each giving a partial maximum; their keys must merge into the CPU's pick (roi_pool.h):
+  // the first NaN in row-major order, else the first pixel of the largest value, -0 and +0 being equal. The
   // outputs are compared bit for bit, so a zero keeps its sign and a NaN its payload. The first case has only
   // -inf, -1 and both zeros, so most maxima are zeros (read back from the input); the second adds 1, +inf and
-  // a NaN every 1,999 pixels.
+  // a NaN every 1,999 pixels. Two RoIs a hundred-thousandth of a pixel tall or wide have bins whose edges
+  // round to one whole number inside a tile: empty on the CPU, (0, -1), and so on the GPU.
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<std::vector<float>> palettes = {{-inf, -1.0f, -0.0f, 0.0f}, {-inf, -1.0f, -0.0f, 0.0f, 1.0f, inf}};
-  const Shape shape = {2, 64, 416, 520};
+  int64_t height = 416;
+  while (2 * 64 * height * 520 * int64_t(sizeof(float)) <= minidet::test::gpu_l2_bytes()) height += 64;
+  const Shape shape = {2, 64, height, 520};
   uint64_t seed = 130;
   for (size_t which = 0; which < palettes.size(); ++which) {
     CAPTURE(which);
@@ -500,17 +502,13 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: the tile forward merges a bin's maxima ac
     if (which == 1)
       for (size_t i = 0; i < values.size(); i += 1999) values[i] = std::nanf("");
     const Tensor x = from_vector<float>(values, shape);
-    const Tensor rois = random_rois(300, shape[0], double(shape[2]), double(shape[3]), seed++).to(kFloat32);
+    const Tensor thin = from_vector<float>({0, 10, 100, 40, 99.00001f, 1, 100, 10, 99.00001f, 40}, {2, 5});
+    const Tensor rois =
+        cat({random_rois(300, shape[0], double(shape[2]), double(shape[3]), seed++).to(kFloat32), thin}, 0);
     const RoIPoolResult cpu = roi_pool_with_argmax(x, rois, {5, 6}, 1.0);
     const RoIPoolResult gpu = roi_pool_with_argmax(x.cuda(), rois.cuda(), {5, 6}, 1.0);
     CHECK(gpu.argmax.to_vector<int64_t>() == cpu.argmax.to_vector<int64_t>());
-    const auto bits = [](const Tensor& t) {
-      const std::vector<float> v = t.to_vector<float>();
-      std::vector<uint32_t> b(v.size());
-      std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
-      return b;
-    };
-    CHECK(bits(gpu.output) == bits(cpu.output));
+    CHECK(minidet::test::same_bits(gpu.output.cpu(), cpu.output));
   }
 }
 
