@@ -37,15 +37,17 @@
 // synchronisation on CUDA, as RoIAlignOptions::check_roi_values does: only for rows the caller built and
 // vouches for; a bad row may then read outside the input, as in torchvision's kernel, which checks nothing.
 //
-// CUDA forward: when the input is larger than the L2 cache and one (H, W) plane fits a block's shared memory,
-// one block per plane copies it there and scans all its image's bins in it (the bins of overlapping RoIs read
-// each pixel many times); otherwise one thread per bin and four channels, reading global memory.
+// CUDA forward: when the input is larger than the L2 cache, blocks that each copy part of the map into shared
+// memory once and scan every bin that meets it there (the bins of overlapping RoIs read each pixel many
+// times): in float32 16 x 16 tiles of a channel-last copy, lanes over channels, with a bin's maxima from
+// several tiles merged by key (roi_pool_tiles_cuda.cu); in float64 one (H, W) plane per block when it fits.
+// Otherwise one thread per bin and four channels, reading global memory.
 // CUDA backward: the same plane blocks add into a shared copy of dx's plane; otherwise, by default, one
 // thread per output element with atomicAdd into dx. Under DeterministicMode every element of dx gets its
 // terms in the CPU's order, k, then (p, q), with no float atomics: identical bits every run, the CPU's
 // (roi_pool_deterministic_cuda.cu). On planes up to about 44 x 44 a block per plane sorts its bins by argmax
-// pixel (a stable counting sort) and adds each pixel's in order; on larger ones a gather gives each tile of
-// dx (and 32 channels) one warp that visits only the RoIs and bins meeting the tile.
+// pixel (a stable counting sort) and adds each pixel's in order; on larger ones every term is keyed by its
+// element of dx, the terms are radix-sorted stably, and each element's run is added in order.
 #pragma once
 
 #include <array>

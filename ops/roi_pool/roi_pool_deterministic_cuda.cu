@@ -39,7 +39,7 @@ namespace {
 
 // The sorted buckets take a plane when its arrays and a chunk of kSortedChunk bins fit kSortedBytes of shared
 // memory (float32: planes up to 1,945 pixels, 44 x 44; float64: 1,450), in blocks of kSortedWarps warps;
-// larger planes take the gather. A warp takes a quarter of each chunk. Every chunk zeroes, scans and adds up
+// larger planes take the sorted terms. A warp takes a quarter of each chunk. Every chunk zeroes, scans and adds up
 // the whole plane's counts once, so fewer, larger chunks cost less, but they take room in shared memory that
 // other blocks would have had: sorted_chunk() doubles the chunk, up to kMaxSortedChunk, only while its bytes
 // fit kSortedBytes and every block of the grid still fits the GPU at once (4,096 bins fit only float32
@@ -233,7 +233,9 @@ void backward_sorted(const Tensor& grad_output, const Tensor& rois, const Tensor
 //
 // The tests' inputs fit one chunk, so the 64-bit testing switch (cuda::int64_index_forced) also cuts them
 // into small chunks: its runs of the cuda/ cases check the chunk loop along with the 64-bit keys.
-constexpr int64_t kTermChunk = int64_t(1) << 26;  // scratch of 16 bytes a float32 term: 1 GB at most
+// Scratch: a double buffer of keys and of values, 16 bytes a term (float32, 32-bit keys) to 32 (float64,
+// 64-bit keys), so 1 to 2 GB for a whole chunk.
+constexpr int64_t kTermChunk = int64_t(1) << 26;
 constexpr int64_t kForcedTermChunk = 1000;
 
 // Index: the type of the chunk's own index arithmetic (int32_t whenever the argmax's count allows).

@@ -38,7 +38,7 @@ MINIDET_HOST_DEVICE inline int64_t clip_edge(T edge, int64_t limit) {
 // explicit fused multiply-add: the CUDA compiler fuses a*b + c on its own while the host compiler may not,
 // and a one-ulp difference right at an integer would move a bin edge by a whole pixel on one device only.
 // std::fma rounds once on both, so CPU and CUDA cut identical bins. Every edge is nondecreasing in p (or q),
-// which the CUDA gather relies on to find the bins that meet a tile as a range of p and a range of q.
+// which the CUDA forward over tiles relies on to find the bins that meet a tile as a range of p and of q.
 template <typename T>
 struct RoIPoolFrame {
   T x1, y1, bin_width, bin_height;
