@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <cstdint>
+
 #include "core/copy_kernels.h"
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
@@ -23,6 +26,27 @@ __global__ void fill_kernel(int64_t n, StridedIndexer<1> ix, T* out, T value) {
     ix.offsets(i, off);
     out[off[0]] = value;
   }
+}
+
+// A contiguous fill in 16-byte stores: the elements before the first 16-byte boundary and after the last one
+// singly, the rest as vectors of 16 / sizeof(T) copies of the value. Up to four times fewer store
+// instructions than one element a thread, so the fill runs at the memory's pace (zeroing a gradient buffer
+// is a whole pass over it).
+template <typename T>
+__global__ void fill_contiguous_kernel(int64_t n, T* out, T value) {
+  constexpr int kPerVector = 16 / sizeof(T);
+  struct alignas(16) Vector {
+    T v[kPerVector];
+  };
+  const int64_t misalignment = int64_t(reinterpret_cast<uintptr_t>(out) % 16) / int64_t(sizeof(T));
+  const int64_t head = misalignment == 0 ? 0 : std::min<int64_t>(n, kPerVector - misalignment);
+  const int64_t vectors = (n - head) / kPerVector, tail = head + vectors * kPerVector;
+  Vector pack;
+#pragma unroll
+  for (int j = 0; j < kPerVector; ++j) pack.v[j] = value;
+  Vector* body = reinterpret_cast<Vector*>(out + head);
+  MINIDET_KERNEL_LOOP(i, vectors) { body[i] = pack; }
+  MINIDET_KERNEL_LOOP(i, head + (n - tail)) { out[i < head ? i : tail + (i - head)] = value; }
 }
 
 }  // namespace
@@ -56,6 +80,17 @@ void fill_cuda(const Tensor& dst, double value) {
   const int64_t n = dst.numel();
   if (n == 0) return;
   cuda::DeviceGuard guard(dst.device());
+  if (dst.is_contiguous()) {
+    MINIDET_DISPATCH_ALL(dst.dtype(), "fill_", [&] {
+      static_assert(16 % sizeof(scalar_t) == 0, "fill_contiguous_kernel packs whole elements into 16 bytes");
+      const int64_t vectors = n * int64_t(sizeof(scalar_t)) / 16 + 1;
+      fill_contiguous_kernel<scalar_t>
+          <<<cuda::blocks_for(vectors), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+              n, dst.data<scalar_t>(), static_cast<scalar_t>(value));
+      MINIDET_CUDA_LAUNCH_CHECK("fill_contiguous_kernel");
+    });
+    return;
+  }
   const Shape* strides[1] = {&dst.strides()};
   const StridedIndexer<1> ix = make_indexer<1>(dst.sizes(), strides);
   MINIDET_DISPATCH_ALL(dst.dtype(), "fill_", [&] {

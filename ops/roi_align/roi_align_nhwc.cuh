@@ -232,9 +232,19 @@ __global__ void forward_kernel(Index n, const T* input_nhwc, Sampler sampler, T*
 // term for term. kPerLane is 4 (C <= 128) or 8 (C <= 256); the launcher sends only those here.
 constexpr size_t kStagedBytesCap = size_t(64) << 10;
 
+// Blocks a multiprocessor should hold at once, at 8 channels a lane. In float32 the 49 KB of 7x7 bins by 256
+// channels let four blocks share a multiprocessor's shared memory, but the registers the compiler chose on its
+// own let only three fit; capped at 64 a thread (with no spills), four fit, and the large map's forward waits
+// on L2 with a third more warps in flight (docs/benchmarks.md). float64, and 4 channels a lane (whose
+// registers fit already in roi_align, and whose turned samples in roi_align_rotated need more), keep the
+// compiler's choice.
+template <typename T, int kPerLane>
+constexpr int kStagedMinBlocks = sizeof(T) == 4 && kPerLane == 8 ? 4 : 1;
+
 template <typename T, typename Index, int kPerLane, typename Sampler>
-__global__ void forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampler sampler, T* output, PoolShape shape,
-                                          const uint32_t* order) {
+__global__ void __launch_bounds__(cuda::kThreadsPerBlock, kStagedMinBlocks<T, kPerLane>)
+    forward_avg_staged_kernel(Index rois, const T* input_nhwc, Sampler sampler, T* output, PoolShape shape,
+                              const uint32_t* order) {
   extern __shared__ unsigned char staged_bytes[];
   T* staged = reinterpret_cast<T*>(staged_bytes);  // (channel, bin)
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes, warps = blockDim.x / kLanes;

@@ -21,7 +21,8 @@
 //   terms in the CPU's order, from 0: the CPU's bits. The block then writes its whole plane (no zero fill).
 //
 // Sorted terms, for larger planes (the sorted terms section below): every term keyed by its element of dx,
-// sorted stably by CUB's radix sort, each run of one element's terms added in order.
+// written plane by plane so that CUB's stable radix sort needs only the pixel's bits, each run of one
+// element's terms added in order.
 #include <algorithm>
 
 #include "core/cuda/check.h"
@@ -223,13 +224,22 @@ void backward_sorted(const Tensor& grad_output, const Tensor& rois, const Tensor
 
 // ---- sorted terms ------------------------------------------------------------------------------------------
 
-// Term e (one per bin and channel, e = (k * C + c) * bins + b) adds dy[e] to the element of dx at argmax[e] in
-// plane (n_k, c), and the CPU adds each element's terms in the order of e. So each term is keyed by its
-// element of dx, (n_k * C + c) * H * W + argmax[e] (a term with no pixel, an empty bin or a row naming no
-// image, gets the key `none`, past the last element), the (key, dy) pairs are sorted stably by key, and the
-// first term of each run adds the run's values, in order, to what dx holds: the CPU's bits. dx is zeroed
-// first. The terms go in chunks of at most kTermChunk, a range of RoIs at a time in order, each run adding on
-// to dx's running value, so the order holds across chunks too.
+// Term e (one per bin and channel, e = (k * C + c) * bins + b) adds dy[e] to pixel argmax[e] of plane (n_k, c)
+// of dx, and the CPU adds each element's terms in the order of e. A full sort by element would order every
+// term by plane and pixel: 25 bits on the large benchmark map, four passes of CUB's radix sort. But the plane
+// can be put in order for free, by the order in which the terms are written: image by image (each image's
+// RoIs in k order), and within an image channel by channel. Each term's key is (plane, pixel), the pixel in
+// the low bits, and the stable sort runs over the pixel's bits only (16 on that map: two passes). Terms of one
+// pixel then keep their written order, so each plane's terms of that pixel stay together, in k and bin
+// order: one run per element of dx, in the CPU's order. The first term of each run adds the run's values, in
+// order, to what dx holds: the CPU's bits.
+//
+// The written order needs the RoIs grouped by image: a radix sort of the K rows by batch index (stable, so
+// each image keeps k order), and each image's range in that order. A row that names no image (possible only
+// with the value check off) sorts last and its terms, like an empty bin's, get the pixel field `none` = H*W,
+// which sorts after every pixel and is skipped. dx is zeroed first. The terms go in chunks of at most
+// kTermChunk of the written order, in order, each run adding on to dx's running value, so the order holds
+// across chunks too.
 //
 // The tests' inputs fit one chunk, so the 64-bit testing switch (cuda::int64_index_forced) also cuts them
 // into small chunks: its runs of the cuda/ cases check the chunk loop along with the 64-bit keys.
@@ -238,39 +248,81 @@ void backward_sorted(const Tensor& grad_output, const Tensor& rois, const Tensor
 constexpr int64_t kTermChunk = int64_t(1) << 26;
 constexpr int64_t kForcedTermChunk = 1000;
 
-// Index: the type of the chunk's own index arithmetic (int32_t whenever the argmax's count allows).
-template <typename T, typename Key, typename Index>
-__global__ void term_keys_kernel(Index first, Index n, const int64_t* argmax, const T* grad_output, const T* rois,
-                                 Key* keys, T* values, RoIPoolGeometry g, int64_t images, Key none) {
-  const Index bins = Index(g.pooled_height * g.pooled_width), channels = Index(g.channels);
-  const int64_t plane = g.height * g.width;
-  MINIDET_KERNEL_LOOP_AS(Index, i, n) {
-    const Index e = first + i, kc = e / bins, c = kc % channels, k = kc / channels;
-    const int64_t at = argmax[e];
-    const T batch = rois[int64_t(k) * 5];
-    keys[i] = at >= 0 && roi_plane::names_an_image(batch, images)
-                  ? Key((static_cast<int64_t>(batch) * g.channels + c) * plane + at)
-                  : none;
-    values[i] = grad_output[e];
+// The RoIs grouped by image, and where each image's group lies.
+struct ImageGroups {
+  const uint32_t* image;  // [K] the image of the j-th RoI in group order (`images` for a row naming none)
+  const int32_t* roi;     // [K] its k
+  const int32_t* first;   // [images + 1] image n's group is j in [first[n], end[n]) (set only for a group
+  const int32_t* end;     //              that has RoIs: no term asks for another)
+};
+
+template <typename T>
+__global__ void roi_images_kernel(const T* rois, int64_t num_rois, int64_t images, uint32_t* image, int32_t* roi) {
+  MINIDET_KERNEL_LOOP(k, num_rois) {
+    const T batch = rois[k * 5];
+    image[k] = roi_plane::names_an_image(batch, images) ? uint32_t(static_cast<int64_t>(batch)) : uint32_t(images);
+    roi[k] = int32_t(k);
   }
 }
 
-constexpr int kRunBatch = 8;  // a run's terms loaded together before any is added
+__global__ void group_ranges_kernel(int64_t num_rois, const uint32_t* image, int32_t* first, int32_t* end) {
+  MINIDET_KERNEL_LOOP(j, num_rois) {
+    const uint32_t n = image[j];
+    if (j == 0 || image[j - 1] != n) first[n] = int32_t(j);
+    if (j + 1 == num_rois || image[j + 1] != n) end[n] = int32_t(j + 1);
+  }
+}
 
-// The first term of each run adds the run's values to dx, in order, kRunBatch loaded at a time: most runs are
-// a few terms long, so each waits on memory once rather than once per term.
+// Writes terms [first, first + n) of the written order: the RoIs' j-th group position owns terms
+// [j * C * bins, (j + 1) * C * bins), and within image n's groups the terms go channel by channel, each
+// channel's RoIs in k order, each RoI's bins in order.
+template <typename T, typename Key, typename Index>
+__global__ void term_keys_kernel(Index first, Index n, const int64_t* argmax, const T* grad_output, ImageGroups groups,
+                                 Key* keys, T* values, RoIPoolGeometry g, int64_t images, int pixel_bits) {
+  const Index bins = Index(g.pooled_height * g.pooled_width), channels = Index(g.channels);
+  const Index per_roi = channels * bins;
+  const int64_t plane = g.height * g.width;
+  MINIDET_KERNEL_LOOP_AS(Index, i, n) {
+    const Index t = first + i;
+    const uint32_t image = groups.image[t / per_roi];
+    Key key = Key(plane);  // `none`, in plane 0
+    T value = T(0);
+    if (image < uint32_t(images)) {
+      const Index start = groups.first[image], rois = groups.end[image] - start;
+      const Index r = t - start * per_roi, c = r / (rois * bins), in_channel = r - c * rois * bins;
+      const Index j = in_channel / bins, b = in_channel - j * bins;
+      const Index e = (Index(groups.roi[start + j]) * channels + c) * bins + b;
+      const int64_t at = argmax[e];
+      key = (Key(int64_t(image) * g.channels + c) << pixel_bits) | Key(at >= 0 ? at : plane);
+      value = grad_output[e];
+    }
+    keys[i] = key;
+    values[i] = value;
+  }
+}
+
+// A run's terms loaded together before any is added. On the large benchmark map a bin's maximum is often the
+// maximum of a whole neighbourhood, so runs are tens to hundreds of terms long; yet 16 or 32 at a time measured
+// slower than 8 (docs/benchmarks.md): the registers they take leave fewer threads in flight.
+constexpr int kRunBatch = 8;
+
+// The first term of each run adds the run's values to dx, in order, kRunBatch loaded at a time, so a run
+// waits on memory once per kRunBatch terms rather than once per term.
 template <typename T, typename Key>
-__global__ void run_sums_kernel(int64_t n, const Key* keys, const T* values, T* grad_input, Key none) {
+__global__ void run_sums_kernel(int64_t n, const Key* keys, const T* values, T* grad_input, int64_t plane,
+                                int pixel_bits) {
+  const Key pixel_mask = (Key(1) << pixel_bits) - 1;
   MINIDET_KERNEL_LOOP(i, n) {
     const Key key = keys[i];
-    if (key == none || (i > 0 && keys[i - 1] == key)) continue;  // not the first term of a run
-    T sum = grad_input[key];
+    if (int64_t(key & pixel_mask) == plane || (i > 0 && keys[i - 1] == key)) continue;  // none, or not a run's first
+    T* element = grad_input + int64_t(key >> pixel_bits) * plane + int64_t(key & pixel_mask);
+    T sum = *element;
     for (int64_t j = i;; j += kRunBatch) {
       Key next[kRunBatch];
       T value[kRunBatch];
 #pragma unroll
       for (int u = 0; u < kRunBatch; ++u) {
-        next[u] = j + u < n ? keys[j + u] : none;
+        next[u] = j + u < n ? keys[j + u] : ~key;
         value[u] = j + u < n ? values[j + u] : T(0);
       }
       bool ended = false;
@@ -281,18 +333,52 @@ __global__ void run_sums_kernel(int64_t n, const Key* keys, const T* values, T* 
       }
       if (ended) break;
     }
-    grad_input[key] = sum;
+    *element = sum;
   }
+}
+
+// The RoIs grouped by image (ImageGroups), in raw storage that `storage` keeps alive.
+template <typename T>
+ImageGroups group_rois_by_image(const Tensor& rois, int64_t num_rois, int64_t images, Tensor& storage) {
+  const cudaStream_t stream = cuda::current_stream();
+  // [2K] images, [2K] rows (double buffers for the sort), [images + 1] firsts, [images + 1] ends: 4-byte words.
+  storage = empty({int64_t(sizeof(int32_t)) * (4 * num_rois + 2 * (images + 1))}, TensorOptions(kUInt8, rois.device()));
+  int32_t* words = reinterpret_cast<int32_t*>(storage.data<uint8_t>());
+  uint32_t* image = reinterpret_cast<uint32_t*>(words);
+  int32_t* roi = words + 2 * num_rois;
+  int32_t* first = words + 4 * num_rois;
+  roi_images_kernel<T>
+      <<<cuda::blocks_for(num_rois), cuda::kThreadsPerBlock, 0, stream>>>(rois.data<T>(), num_rois, images, image, roi);
+  MINIDET_CUDA_LAUNCH_CHECK("roi_pool roi_images_kernel");
+  cub::DoubleBuffer<uint32_t> image_buffers(image, image + num_rois);
+  cub::DoubleBuffer<int32_t> roi_buffers(roi, roi + num_rois);
+  radix_sort_pairs(image_buffers, roi_buffers, num_rois, uint64_t(images), rois.device());
+  group_ranges_kernel<<<cuda::blocks_for(num_rois), cuda::kThreadsPerBlock, 0, stream>>>(
+      num_rois, image_buffers.Current(), first, first + images + 1);
+  MINIDET_CUDA_LAUNCH_CHECK("roi_pool group_ranges_kernel");
+  return {image_buffers.Current(), roi_buffers.Current(), first, first + images + 1};
+}
+
+// Whether every key (plane, pixel) with its `none` fits Key: the planes' bits above the pixel's.
+template <typename Key>
+bool keys_fit(int64_t planes, int pixel_bits) {
+  return bits_for(uint64_t(planes - 1)) + pixel_bits <= int(8 * sizeof(Key));
 }
 
 template <typename T, typename Key>
 void backward_terms(const Tensor& grad_output, const Tensor& rois, const Tensor& argmax, const Tensor& grad_input,
                     const RoIPoolGeometry& g) {
   const cudaStream_t stream = cuda::current_stream();
-  const int64_t images = grad_input.size(0), terms = argmax.numel();
-  const Key none = Key(grad_input.numel());
+  const int64_t images = grad_input.size(0), terms = argmax.numel(), plane = g.height * g.width;
+  const int pixel_bits = bits_for(uint64_t(plane));  // room for `none` = plane
+  MINIDET_CHECK(keys_fit<Key>(images * g.channels, pixel_bits), "roi_pool: ", images * g.channels, " planes of ", plane,
+                " pixels do not fit the deterministic backward's ", 8 * sizeof(Key), "-bit keys");
+  MINIDET_CHECK(g.num_rois <= INT32_MAX, "roi_pool: the deterministic backward takes up to 2^31 - 1 RoIs, got ",
+                g.num_rois);
   const int64_t chunk = std::min(terms, cuda::int64_index_forced() ? kForcedTermChunk : kTermChunk);
   grad_input.zero_();
+  Tensor group_storage;
+  const ImageGroups groups = group_rois_by_image<T>(rois, g.num_rois, images, group_storage);
   // Raw storage: minidet's tensors have no unsigned dtypes. Each array is a double buffer for the sort.
   const Tensor keys = empty({2 * chunk * int64_t(sizeof(Key))}, TensorOptions(kUInt8, grad_input.device()));
   const Tensor values = empty({2 * chunk}, grad_input.options());
@@ -302,15 +388,15 @@ void backward_terms(const Tensor& grad_output, const Tensor& rois, const Tensor&
     cuda::with_index(terms, [&](auto index) {
       using Index = decltype(index);
       term_keys_kernel<T, Key, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
-          Index(first), Index(n), argmax.data<int64_t>(), grad_output.data<T>(), rois.data<T>(), key_data,
-          values.data<T>(), g, images, none);
+          Index(first), Index(n), argmax.data<int64_t>(), grad_output.data<T>(), groups, key_data, values.data<T>(), g,
+          images, pixel_bits);
     });
     MINIDET_CUDA_LAUNCH_CHECK("roi_pool term_keys_kernel");
     cub::DoubleBuffer<Key> key_buffers(key_data, key_data + chunk);
     cub::DoubleBuffer<T> value_buffers(values.data<T>(), values.data<T>() + chunk);
-    radix_sort_pairs(key_buffers, value_buffers, n, uint64_t(none), grad_input.device());
+    radix_sort_pairs_on_bits(key_buffers, value_buffers, n, pixel_bits, grad_input.device());
     run_sums_kernel<T, Key><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
-        n, key_buffers.Current(), value_buffers.Current(), grad_input.data<T>(), none);
+        n, key_buffers.Current(), value_buffers.Current(), grad_input.data<T>(), plane, pixel_bits);
     MINIDET_CUDA_LAUNCH_CHECK("roi_pool run_sums_kernel");
   }
 }
@@ -324,7 +410,8 @@ void roi_pool_backward_deterministic_cuda(const Tensor& grad_output, const Tenso
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "roi_pool", [&] {
     if (sorted_buckets_take<scalar_t>(g, grad_input.size(0)))
       backward_sorted<scalar_t>(grad_output, rois, argmax, grad_input, g);
-    else if (grad_input.numel() < int64_t(UINT32_MAX) && !cuda::int64_index_forced())
+    else if (keys_fit<uint32_t>(grad_input.size(0) * g.channels, bits_for(uint64_t(g.height * g.width))) &&
+             !cuda::int64_index_forced())
       backward_terms<scalar_t, uint32_t>(grad_output, rois, argmax, grad_input, g);
     else
       backward_terms<scalar_t, uint64_t>(grad_output, rois, argmax, grad_input, g);

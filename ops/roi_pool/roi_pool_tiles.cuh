@@ -83,6 +83,12 @@ __device__ Probe<T> probe(const T* rois, const int4* spans, const RoIPoolGeometr
   return probe;
 }
 
+// Whether a RoI's span (span_kernel) meets the tile: rows of the stacked map, so the image is tested too.
+__device__ inline bool span_meets(const int4& s, const RoIPoolGeometry& g, const Tile& tile) {
+  const int64_t top = tile.image * g.height + tile.y0, bottom = tile.image * g.height + tile.y1;
+  return s.y > top && s.x < bottom && s.w > tile.x0 && s.z < tile.x1;
+}
+
 // For each RoI of the round that meets the tile, in k order, visit(k, frame, p0, p1, q0, q1) on every lane of
 // the warp, with bins [p0, p1) x [q0, q1) the ones meeting the tile and the RoI's frame (roi_pool_kernels.h)
 // handed over by shuffles. The lanes test their RoIs and find their bin ranges in parallel; a ballot then
@@ -90,11 +96,9 @@ __device__ Probe<T> probe(const T* rois, const int4* spans, const RoIPoolGeometr
 template <typename T, typename Visit>
 __device__ void visit_round(const Probe<T>& probe, const RoIPoolGeometry& g, int64_t k0, const Tile& tile,
                             Visit& visit) {
-  const int64_t top = tile.image * g.height + tile.y0, bottom = tile.image * g.height + tile.y1;
-  const int4 s = probe.span;
   const RoIPoolFrame<T> f = roi_pool_frame(probe.roi, g);
   int2 rows = make_int2(0, 0), cols = make_int2(0, 0);
-  if (s.y > top && s.x < bottom && s.w > tile.x0 && s.z < tile.x1) {
+  if (span_meets(probe.span, g, tile)) {
     rows = bins_meeting([&](int p) { return f.row_start(p); }, [&](int p) { return f.row_end(p); }, tile.y0, tile.y1,
                         int(g.pooled_height), float((T(tile.y0) - f.y1) / f.bin_height));
     cols = bins_meeting([&](int q) { return f.col_start(q); }, [&](int q) { return f.col_end(q); }, tile.x0, tile.x1,
@@ -134,16 +138,10 @@ __device__ void walk_rois_meeting(const T* rois, const int4* spans, const RoIPoo
   }
 }
 
-// Whether any of RoIs [k0, k0 + 32), one per lane, meets the tile (the same test as above, spans only).
+// Whether any of RoIs [k0, k0 + 32), one per lane, meets the tile.
 __device__ inline bool any_roi_meets(const int4* spans, const RoIPoolGeometry& g, int64_t k0, const Tile& tile) {
   const int64_t mine = k0 + threadIdx.x % 32;
-  const int64_t top = tile.image * g.height + tile.y0, bottom = tile.image * g.height + tile.y1;
-  bool meets = false;
-  if (mine < g.num_rois) {
-    const int4 s = spans[mine];
-    meets = s.y > top && s.x < bottom && s.w > tile.x0 && s.z < tile.x1;
-  }
-  return __any_sync(0xffffffffu, meets);
+  return __any_sync(0xffffffffu, mine < g.num_rois && span_meets(spans[mine], g, tile));
 }
 
 }  // namespace minidet::ops::detail::roi_tiles

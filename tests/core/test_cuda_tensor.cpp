@@ -1,5 +1,6 @@
 // CUDA tensors against their CPU twins: transfers must be exact, the strided copy/fill kernels must agree
 // with the CPU loops, and views on the GPU must share storage just like on the host.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -92,6 +93,31 @@ MINIDET_CUDA_TEST_CASE("cuda/copy: contiguous clone and fill_ of a permuted tens
   const Tensor expected = sq.cpu().t().contiguous();
   sq.copy_(sq.t());
   CHECK(max_abs_diff(sq, expected) == 0);
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/copy: fill_ of contiguous pieces at every offset and length writes exactly them") {
+  // The contiguous fill stores 16 bytes at a time between the piece's first and last 16-byte boundaries and
+  // single elements outside them: pieces that start off a boundary, end off one, or hold no whole vector.
+  for (DType dtype : {kUInt8, kFloat32, kInt64, kFloat64}) {
+    CAPTURE(dtype);
+    const Tensor host = arange(0, 80, 1, kFloat64).to(dtype);
+    for (int64_t start : {0, 1, 3, 5}) {
+      for (int64_t length : {0, 1, 2, 7, 17, 40}) {
+        CAPTURE(start);
+        CAPTURE(length);
+        Tensor expected = host.clone(), device = host.cuda();
+        expected.slice(0, start, start + length).fill_(9);
+        device.slice(0, start, start + length).fill_(9);
+        CHECK(device.cpu().to(kFloat64).to_vector<double>() == expected.to(kFloat64).to_vector<double>());
+      }
+    }
+  }
+  // A large buffer, as a gradient's zero fill is: every element written.
+  const Tensor big = full({(int64_t(1) << 20) + 3}, 2.0, TensorOptions(kFloat32, Device::cuda()));
+  big.slice(0, 1, big.numel()).zero_();
+  const std::vector<float> values = big.to_vector<float>();
+  CHECK(values[0] == 2.0f);
+  CHECK(std::count(values.begin() + 1, values.end(), 0.0f) == int64_t(values.size()) - 1);
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/random: rand randn randint on CUDA equal the CPU draws for the same seed") {

@@ -389,6 +389,21 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_pool: both deterministic backwards equal the CP
       CHECK(first[2].to_vector<double>() == cpu[2].to_vector<double>());
     }
   }
+  // The sorted terms group the RoIs by image: images 0 and 3 have none, and the RoIs of images 1, 2 and 4
+  // come interleaved.
+  for (DType dtype : {kFloat32, kFloat64}) {
+    CAPTURE(dtype);
+    Generator g(130);
+    const Shape shape = {5, 3, 150, 200};
+    const Tensor x = randn(shape, dtype, &g);
+    std::vector<double> rows = random_rois(240, 3, 150, 200, 131).to_vector<double>();
+    for (size_t r = 0; r < rows.size(); r += 5) rows[r] = rows[r] == 0 ? 1 : rows[r] == 1 ? 2 : 4;
+    const Tensor rois = from_vector<double>(rows, {240, 5}).to(dtype);
+    const Tensor upstream = randn({240, shape[1], 7, 7}, dtype, &g);
+    const std::vector<Tensor> cpu = pool_and_backward(x, rois, upstream, {7, 7}, 1.0, false);
+    const std::vector<Tensor> gpu = pool_and_backward(x, rois, upstream, {7, 7}, 1.0, true);
+    CHECK(gpu[2].to_vector<double>() == cpu[2].to_vector<double>());
+  }
   // With the value check off, a row whose batch index names no image sends nothing back: on an input larger
   // than L2 (106 MB) the plane forward leaves its bins empty, and the sorted buckets skip it.
   for (DType dtype : {kFloat32, kFloat64}) {
