@@ -293,7 +293,7 @@ __global__ void term_keys_kernel(Index first, Index n, const int64_t* argmax, co
       const Index j = in_channel / bins, b = in_channel - j * bins;
       const Index e = (Index(groups.roi[start + j]) * channels + c) * bins + b;
       const int64_t at = argmax[e];
-      key = (Key(int64_t(image) * g.channels + c) << pixel_bits) | Key(at >= 0 ? at : plane);
+      key = (Key(int64_t(image) * g.channels + c) << pixel_bits) | Key(at >= 0 && at < plane ? at : plane);
       value = grad_output[e];
     }
     keys[i] = key;
@@ -375,6 +375,8 @@ void backward_terms(const Tensor& grad_output, const Tensor& rois, const Tensor&
                 " pixels do not fit the deterministic backward's ", 8 * sizeof(Key), "-bit keys");
   MINIDET_CHECK(g.num_rois <= INT32_MAX, "roi_pool: the deterministic backward takes up to 2^31 - 1 RoIs, got ",
                 g.num_rois);
+  MINIDET_CHECK(images < int64_t(UINT32_MAX), "roi_pool: the deterministic backward takes fewer than 2^32 images, got ",
+                images);
   const int64_t chunk = std::min(terms, cuda::int64_index_forced() ? kForcedTermChunk : kTermChunk);
   grad_input.zero_();
   Tensor group_storage;

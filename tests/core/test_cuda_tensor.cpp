@@ -98,7 +98,7 @@ MINIDET_CUDA_TEST_CASE("cuda/copy: contiguous clone and fill_ of a permuted tens
 MINIDET_CUDA_TEST_CASE("cuda/copy: fill_ of contiguous pieces at every offset and length writes exactly them") {
   // The contiguous fill stores 16 bytes at a time between the piece's first and last 16-byte boundaries and
   // single elements outside them: pieces that start off a boundary, end off one, or hold no whole vector.
-  for (DType dtype : {kUInt8, kFloat32, kInt64, kFloat64}) {
+  for (DType dtype : {kBool, kUInt8, kFloat32, kInt64, kFloat64}) {
     CAPTURE(dtype);
     const Tensor host = arange(0, 80, 1, kFloat64).to(dtype);
     for (int64_t start : {0, 1, 3, 5}) {
