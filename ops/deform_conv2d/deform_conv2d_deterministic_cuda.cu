@@ -10,9 +10,9 @@
 // The run order depends only on the data, so the bits are the same every run. It costs a sort of 4 entries
 // per sample and the stored weights: slower than atomics, the price of reproducibility.
 #include <algorithm>
-#include <cub/device/device_radix_sort.cuh>
 
 #include "core/factories.h"
+#include "ops/common/radix_sort.cuh"
 #include "ops/deform_conv2d/deform_conv2d_cuda.cuh"
 
 namespace minidet::ops::detail {
@@ -68,12 +68,6 @@ __global__ void gather_input_grad_kernel(Index n, const T* grad_cols, ColumnLayo
   }
 }
 
-int bits_for(int64_t value) {
-  int bits = 1;
-  while (bits < 63 && (int64_t(1) << bits) <= value) ++bits;
-  return bits;
-}
-
 template <typename T>
 void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layout, const Tensor& offset,
                               const Tensor& mask, const Tensor& grad_input, const DeformGeometry& g) {
@@ -83,7 +77,7 @@ void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layou
   Tensor keys = empty({entries}, index_options), ids = empty({entries}, index_options);
   Tensor sorted_keys = empty({entries}, index_options), sorted_ids = empty({entries}, index_options);
   Tensor weights = empty({entries}, grad_input.options());
-  cudaStream_t stream = cuda::current_stream();
+  const cudaStream_t stream = cuda::current_stream();
   // 32-bit offsets when the largest tensor indexed allows: the entries (4 per sample), grad_cols, grad_input
   // and offset; keys, begin and end stay under key_none, at most grad_input's size since C >= G.
   const int64_t largest = std::max({entries, grad_cols.numel(), grad_input.numel(), offset.numel()});
@@ -96,25 +90,18 @@ void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layou
   cuda::with_index(largest, list);
   MINIDET_CUDA_LAUNCH_CHECK("list_neighbours_kernel");
   // Only the bits that can be set: key_none is the largest key.
-  const int end_bit = bits_for(key_none);
-  auto sort = [&](void* temp, size_t& temp_bytes) {
-    return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys.data<int64_t>(), sorted_keys.data<int64_t>(),
-                                           ids.data<int64_t>(), sorted_ids.data<int64_t>(), entries, 0, end_bit,
-                                           stream);
-  };
-  size_t temp_bytes = 0;
-  MINIDET_CUDA_CHECK(sort(nullptr, temp_bytes));
-  Tensor temp = empty({static_cast<int64_t>(temp_bytes) + 1}, TensorOptions(kUInt8, grad_input.device()));
-  MINIDET_CUDA_CHECK(sort(temp.raw_data(), temp_bytes));
+  cub::DoubleBuffer<int64_t> key_buffers(keys.data<int64_t>(), sorted_keys.data<int64_t>());
+  cub::DoubleBuffer<int64_t> id_buffers(ids.data<int64_t>(), sorted_ids.data<int64_t>());
+  radix_sort_pairs(key_buffers, id_buffers, entries, uint64_t(key_none), grad_input.device());
   Tensor begin = zeros({key_none}, index_options), end = zeros({key_none}, index_options);
   run_bounds_kernel<<<cuda::blocks_for(entries), cuda::kThreadsPerBlock, 0, stream>>>(
-      entries, sorted_keys.data<int64_t>(), key_none, begin.data<int64_t>(), end.data<int64_t>());
+      entries, key_buffers.Current(), key_none, begin.data<int64_t>(), end.data<int64_t>());
   MINIDET_CUDA_LAUNCH_CHECK("run_bounds_kernel");
   const int64_t n = grad_input.numel();
   const auto gather = [&](auto index) {
     using Index = decltype(index);
     gather_input_grad_kernel<T, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
-        Index(n), grad_cols.data<T>(), layout, sorted_ids.data<int64_t>(), weights.data<T>(), begin.data<int64_t>(),
+        Index(n), grad_cols.data<T>(), layout, id_buffers.Current(), weights.data<T>(), begin.data<int64_t>(),
         end.data<int64_t>(), grad_input.data<T>(), g);
   };
   cuda::with_index(largest, gather);

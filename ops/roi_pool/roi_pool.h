@@ -47,7 +47,8 @@
 // terms in the CPU's order, k, then (p, q), with no float atomics: identical bits every run, the CPU's
 // (roi_pool_deterministic_cuda.cu). On planes up to about 44 x 44 a block per plane sorts its bins by argmax
 // pixel (a stable counting sort) and adds each pixel's in order; on larger ones every term is keyed by its
-// element of dx, the terms are radix-sorted stably, and each element's run is added in order.
+// element of dx, written plane by plane so that a stable radix sort on the pixel's bits alone brings each
+// element's terms together in order, and each element's run is added in order.
 #pragma once
 
 #include <array>
