@@ -40,11 +40,11 @@
 // - Backward is one fused pass per sample: it reads the four neighbours of each channel once and from them
 //   produces dx (col2im), ddy, ddx and dm (col2im_coord) and, when dW is needed, the recomputed column
 //   entry. mmcv runs col2im, col2im_coord (twice, once per coordinate) and im2col as three kernels.
-// - dx is a scatter, and on CUDA its atomicAdds bound the speed. The default CUDA backward therefore works
-//   on tiles of output positions and accumulates dx for the tile's small input window in shared memory,
-//   then adds the window to dx with one atomic per pixel (deform_conv2d_tiled_cuda.cu). Under
+// - dx is a scatter. On CUDA the lanes of a warp take the CHANNELS of one sample, in an NHWC copy of the
+//   input and an NHWC gradient buffer, so a warp's neighbour reads and atomicAdds each cover consecutive
+//   words of one pixel instead of 32 scattered pixels (deform_conv2d_backward_cuda.cu). Under
 //   DeterministicMode it instead lists (neighbour pixel, sample) pairs, sorts them by pixel with a stable
-//   radix sort and lets one thread per pixel sum its list in that fixed order: the same bits every run
+//   radix sort and lets a team of lanes per pixel sum its list in that fixed order: the same bits every run
 //   (deform_conv2d_deterministic_cuda.cu). The CPU runs dx as its own pass, one thread per input plane, so
 //   it never races and always sums in one order.
 // - Images go in chunks whose column buffer stays under max_column_bytes, as in conv2d, and backward

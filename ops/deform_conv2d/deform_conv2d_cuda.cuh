@@ -1,7 +1,7 @@
 // Device helpers shared by deform_conv2d's CUDA files, and the launchers they call one another through.
 //
-//   deform_conv2d_cuda.cu                im2col, the one-pass backward with global atomics, the entry points
-//   deform_conv2d_tiled_cuda.cu          the tiled backward (dx through shared memory): the default
+//   deform_conv2d_cuda.cu                im2col, and the entry points
+//   deform_conv2d_backward_cuda.cu       the backward pass over the samples, lanes over channels
 //   deform_conv2d_deterministic_cuda.cu  dx as a sorted gather, for DeterministicMode
 #pragma once
 
@@ -17,6 +17,12 @@ namespace minidet::ops::detail {
 template <typename Index = int64_t>
 struct SampleIndex {
   Index b, group, tap, pos, b_group;
+  __device__ SampleIndex(Index b_group_, Index tap_, Index pos_, const DeformGeometry& g)
+      : b(b_group_ / Index(g.offset_groups)),
+        group(b_group_ % Index(g.offset_groups)),
+        tap(tap_),
+        pos(pos_),
+        b_group(b_group_) {}
   __device__ SampleIndex(Index s, const DeformGeometry& g) {
     const Index out_hw = Index(g.out_hw()), taps = Index(g.taps());
     pos = s % out_hw;
@@ -47,7 +53,10 @@ struct LocatedSample : SampleIndex<Index> {
   Index neighbour[4];
   bool inside[4];
   __device__ LocatedSample(Index s, const T* offset, const T* mask_data, const DeformGeometry& g)
-      : SampleIndex<Index>(s, g) {
+      : LocatedSample(SampleIndex<Index>(s, g), offset, mask_data, g) {}
+  __device__ LocatedSample(const SampleIndex<Index>& where, const T* offset, const T* mask_data,
+                           const DeformGeometry& g)
+      : SampleIndex<Index>(where) {
     const Index dy = this->dy_index(g), out_w = Index(g.out_w), kernel_w = Index(g.kernel_w);
     at = locate_sample<T>(g, this->tap / kernel_w, this->tap % kernel_w, this->pos / out_w, this->pos % out_w,
                           offset[dy], offset[dy + Index(g.out_hw())]);
@@ -69,13 +78,15 @@ T* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
-// The tiled backward: grad_input (required) and whatever else `out` asks for. Returns false, doing nothing,
-// when a tile's input window does not fit in shared memory (huge stride or dilation): then the caller uses
-// the one-pass kernel.
-bool deform_col2im_tiled_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
-                              const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out);
-// grad_input = col2im(grad_cols) in a fixed order (deterministic); grad_input is overwritten.
-void deform_input_grad_sorted_cuda(const Tensor& grad_cols, const ColumnLayout& layout, const Tensor& offset,
-                                   const Tensor& mask, const Tensor& grad_input, const DeformGeometry& g);
+// The backward pass over the samples, lanes over channels: whatever `out` asks for (grad_input must arrive
+// zeroed). With grad_cols_by_sample defined it also writes grad_cols there, laid out (sample, channel of
+// its offset group), for deform_input_grad_sorted_cuda.
+void deform_col2im_lanes_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
+                              const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out,
+                              const Tensor& grad_cols_by_sample);
+// grad_input = col2im(grad_cols) in a fixed order (deterministic), from grad_cols laid out (sample, channel of
+// its offset group); grad_input is overwritten.
+void deform_input_grad_sorted_cuda(const Tensor& grad_cols_by_sample, const Tensor& offset, const Tensor& mask,
+                                   const Tensor& grad_input, const DeformGeometry& g);
 
 }  // namespace minidet::ops::detail

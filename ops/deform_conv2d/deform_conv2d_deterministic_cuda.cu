@@ -6,13 +6,17 @@
 //   2. sort the keys with a stable radix sort (CUB), carrying the ids: each pixel's pairs become one
 //      contiguous run, in increasing id;
 //   3. mark where each pixel's run begins and ends;
-//   4. one thread per grad_input element (channel c of that pixel) sums m * weight * dcols over the run.
+//   4. a team of lanes per pixel, over its channels, sums m * weight * dcols over the run in that order, into
+//      an NHWC buffer, transposed to grad_input at the end.
 // The run order depends only on the data, so the bits are the same every run. It costs a sort of 4 entries
-// per sample and the stored weights: slower than atomics, the price of reproducibility.
+// per sample, the stored weights and dcols written once more by sample (the backward pass does that,
+// deform_conv2d_backward_cuda.cu): slower than atomics, the price of reproducibility.
 #include <algorithm>
+#include <type_traits>
 
 #include "core/factories.h"
 #include "ops/common/radix_sort.cuh"
+#include "ops/common/transpose.cuh"
 #include "ops/deform_conv2d/deform_conv2d_cuda.cuh"
 
 namespace minidet::ops::detail {
@@ -46,75 +50,117 @@ __global__ void run_bounds_kernel(int64_t entries, const int64_t* sorted_keys, i
   }
 }
 
-// Deterministic step 4: one thread per grad_input element (b, c, y, x), summing its pixel's run in order.
-// The sums run in the sorted order whatever Index is, so the bits do not depend on it.
-template <typename T, typename Index>
-__global__ void gather_input_grad_kernel(Index n, const T* grad_cols, ColumnLayout layout, const int64_t* sorted_ids,
-                                         const T* weights, const int64_t* begin, const int64_t* end, T* grad_input,
-                                         DeformGeometry g) {
-  const Index plane_size = Index(g.height * g.width), out_hw = Index(g.out_hw()), taps = Index(g.taps());
-  const Index channels = Index(g.channels), row_stride = Index(layout.row_stride);
-  MINIDET_KERNEL_LOOP_AS(Index, e, n) {
-    const Index pixel = e % plane_size, c = (e / plane_size) % channels, b = e / (plane_size * channels);
-    const Index key = (b * Index(g.offset_groups) + c / Index(g.channels_per_offset_group())) * plane_size + pixel;
-    const T* grad_cols_c = grad_cols + Index(layout.index(b, c * taps, 0));  // tap t of channel c: t * row_stride
-    T sum = 0;
-    const Index last = Index(end[key]);
-    for (Index i = Index(begin[key]); i < last; ++i) {
-      const Index id = Index(sorted_ids[i]), s = id / 4;
-      sum += weights[id] * grad_cols_c[(s / out_hw) % taps * row_stride + s % out_hw];
-    }
-    grad_input[e] = sum;
-  }
-}
+// Steps 1 to 3: every pixel's run of (sample, neighbour) entries, sorted.
+struct SortedNeighbours {
+  Tensor sorted_ids, weights, begin, end;
+  const int64_t* ids() const { return sorted_ids.data<int64_t>(); }
+};
 
 template <typename T>
-void deterministic_input_grad(const Tensor& grad_cols, const ColumnLayout& layout, const Tensor& offset,
-                              const Tensor& mask, const Tensor& grad_input, const DeformGeometry& g) {
-  const int64_t batch = grad_input.size(0), samples = batch * g.offset_groups * g.taps() * g.out_hw();
+SortedNeighbours sort_neighbours(const Tensor& offset, const Tensor& mask, const DeformGeometry& g, int64_t batch,
+                                 int64_t largest_other) {
+  const int64_t samples = batch * g.offset_groups * g.taps() * g.out_hw();
   const int64_t entries = samples * 4, key_none = batch * g.offset_groups * g.height * g.width;
-  const TensorOptions index_options(kInt64, grad_input.device());
+  const TensorOptions index_options(kInt64, offset.device());
   Tensor keys = empty({entries}, index_options), ids = empty({entries}, index_options);
   Tensor sorted_keys = empty({entries}, index_options), sorted_ids = empty({entries}, index_options);
-  Tensor weights = empty({entries}, grad_input.options());
+  SortedNeighbours sorted;
+  sorted.weights = empty({entries}, offset.options());
   const cudaStream_t stream = cuda::current_stream();
-  // 32-bit offsets when the largest tensor indexed allows: the entries (4 per sample), grad_cols, grad_input
-  // and offset; keys, begin and end stay under key_none, at most grad_input's size since C >= G.
-  const int64_t largest = std::max({entries, grad_cols.numel(), grad_input.numel(), offset.numel()});
+  const int64_t largest = std::max({entries, largest_other, offset.numel()});
   const auto list = [&](auto index) {
     using Index = decltype(index);
     list_neighbours_kernel<T, Index><<<cuda::blocks_for(samples), cuda::kThreadsPerBlock, 0, stream>>>(
         Index(samples), offset.data<T>(), data_or_null<T>(mask), g, key_none, keys.data<int64_t>(), ids.data<int64_t>(),
-        weights.data<T>());
+        sorted.weights.data<T>());
   };
   cuda::with_index(largest, list);
   MINIDET_CUDA_LAUNCH_CHECK("list_neighbours_kernel");
   // Only the bits that can be set: key_none is the largest key.
   cub::DoubleBuffer<int64_t> key_buffers(keys.data<int64_t>(), sorted_keys.data<int64_t>());
   cub::DoubleBuffer<int64_t> id_buffers(ids.data<int64_t>(), sorted_ids.data<int64_t>());
-  radix_sort_pairs(key_buffers, id_buffers, entries, uint64_t(key_none), grad_input.device());
-  Tensor begin = zeros({key_none}, index_options), end = zeros({key_none}, index_options);
+  radix_sort_pairs(key_buffers, id_buffers, entries, uint64_t(key_none), offset.device());
+  sorted.sorted_ids = id_buffers.Current() == ids.data<int64_t>() ? ids : sorted_ids;
+  sorted.begin = zeros({key_none}, index_options);
+  sorted.end = zeros({key_none}, index_options);
   run_bounds_kernel<<<cuda::blocks_for(entries), cuda::kThreadsPerBlock, 0, stream>>>(
-      entries, key_buffers.Current(), key_none, begin.data<int64_t>(), end.data<int64_t>());
+      entries, key_buffers.Current(), key_none, sorted.begin.data<int64_t>(), sorted.end.data<int64_t>());
   MINIDET_CUDA_LAUNCH_CHECK("run_bounds_kernel");
-  const int64_t n = grad_input.numel();
+  return sorted;
+}
+
+// Step 4: a team of `lanes` lanes per pixel key (image, offset group, y, x), over the group's channels, V at
+// a time (16-byte loads in float32); each lane sums its channels over the pixel's run in the sorted order.
+// dcols comes laid out (sample, channel of its group), so a team's reads of one entry are consecutive words:
+// with lanes over pixels instead, every lane would read a word of its own sector. grad_nhwc: (B, H, W, C).
+template <typename T, typename Index, int V>
+__global__ void gather_nhwc_kernel(Index pixels, int lanes, const T* __restrict__ by_sample,
+                                   const int64_t* __restrict__ sorted_ids, const T* __restrict__ weights,
+                                   const int64_t* __restrict__ begin, const int64_t* __restrict__ end,
+                                   T* __restrict__ grad_nhwc, DeformGeometry g) {
+  const Index group_channels = Index(g.channels_per_offset_group()), plane_size = Index(g.height * g.width);
+  const int me = threadIdx.x % lanes;
+  const Index teams = Index(blockDim.x / lanes);
+  for (Index key = Index(blockIdx.x) * teams + threadIdx.x / lanes; key < pixels; key += Index(gridDim.x) * teams) {
+    const Index b_group = key / plane_size, pixel = key % plane_size;
+    const Index b = b_group / Index(g.offset_groups), group = b_group % Index(g.offset_groups);
+    T* out = grad_nhwc + (b * plane_size + pixel) * Index(g.channels) + group * group_channels;
+    const Index first = Index(begin[key]), last = Index(end[key]);
+    for (Index c = Index(me) * V; c < group_channels; c += Index(lanes) * V) {
+      T sum[V];
+#pragma unroll
+      for (int k = 0; k < V; ++k) sum[k] = T(0);
+      for (Index i = first; i < last; ++i) {
+        const Index id = Index(sorted_ids[i]);
+        const T w = weights[id];
+        const T* d = by_sample + (id / 4) * group_channels + c;
+        if constexpr (V == 4 && std::is_same_v<T, float>) {
+          const float4 v = *reinterpret_cast<const float4*>(d);
+          sum[0] += w * v.x, sum[1] += w * v.y, sum[2] += w * v.z, sum[3] += w * v.w;
+        } else {
+#pragma unroll
+          for (int k = 0; k < V; ++k) sum[k] += w * d[k];
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < V; ++k) out[c + k] = sum[k];
+    }
+  }
+}
+
+template <typename T>
+void gather_input_grad(const Tensor& by_sample, const Tensor& offset, const Tensor& mask, const Tensor& grad_input,
+                       const DeformGeometry& g) {
+  const int64_t batch = grad_input.size(0), plane_size = g.height * g.width;
+  const SortedNeighbours sorted =
+      sort_neighbours<T>(offset, mask, g, batch, std::max(by_sample.numel(), grad_input.numel()));
+  const int64_t largest = std::max({by_sample.numel(), grad_input.numel(), sorted.weights.numel(), offset.numel()});
+  const bool by_four = std::is_same_v<T, float> && g.channels_per_offset_group() % 4 == 0;
+  const int vector = by_four ? 4 : 1;
+  int lanes = 1;
+  while (lanes < 32 && lanes * vector < g.channels_per_offset_group()) lanes *= 2;
+  Tensor grad_nhwc = empty({batch, g.height, g.width, g.channels}, grad_input.options());
+  const int64_t pixels = batch * g.offset_groups * plane_size, teams = cuda::kThreadsPerBlock / lanes;
   const auto gather = [&](auto index) {
     using Index = decltype(index);
-    gather_input_grad_kernel<T, Index><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, stream>>>(
-        Index(n), grad_cols.data<T>(), layout, id_buffers.Current(), weights.data<T>(), begin.data<int64_t>(),
-        end.data<int64_t>(), grad_input.data<T>(), g);
+    auto* kernel = gather_nhwc_kernel<T, Index, 1>;
+    if constexpr (std::is_same_v<T, float>)
+      if (by_four) kernel = gather_nhwc_kernel<T, Index, 4>;
+    kernel<<<cuda::blocks_for((pixels + teams - 1) / teams, 1), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+        Index(pixels), lanes, by_sample.data<T>(), sorted.ids(), sorted.weights.data<T>(), sorted.begin.data<int64_t>(),
+        sorted.end.data<int64_t>(), grad_nhwc.data<T>(), g);
   };
   cuda::with_index(largest, gather);
-  MINIDET_CUDA_LAUNCH_CHECK("gather_input_grad_kernel");
+  MINIDET_CUDA_LAUNCH_CHECK("gather_nhwc_kernel");
+  tiled_transpose::transpose(grad_nhwc.data<T>(), grad_input.data<T>(), batch, plane_size, g.channels);
 }
 
 }  // namespace
 
-void deform_input_grad_sorted_cuda(const Tensor& grad_cols, const ColumnLayout& layout, const Tensor& offset,
-                                   const Tensor& mask, const Tensor& grad_input, const DeformGeometry& g) {
-  MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "deform_conv2d", [&] {
-    deterministic_input_grad<scalar_t>(grad_cols, layout, offset, mask, grad_input, g);
-  });
+void deform_input_grad_sorted_cuda(const Tensor& grad_cols_by_sample, const Tensor& offset, const Tensor& mask,
+                                   const Tensor& grad_input, const DeformGeometry& g) {
+  MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "deform_conv2d",
+                            [&] { gather_input_grad<scalar_t>(grad_cols_by_sample, offset, mask, grad_input, g); });
 }
 
 }  // namespace minidet::ops::detail

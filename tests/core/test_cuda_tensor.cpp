@@ -95,6 +95,39 @@ MINIDET_CUDA_TEST_CASE("cuda/copy: contiguous clone and fill_ of a permuted tens
   CHECK(max_abs_diff(sq, expected) == 0);
 }
 
+MINIDET_CUDA_TEST_CASE("cuda/copy: plane transposes, row broadcasts and misaligned views copy as on the CPU") {
+  // A same-dtype copy whose last dim is contiguous in dst and contiguous or broadcast in src goes in 16-byte
+  // vectors, when the rows start on 16-byte boundaries and hold whole vectors; anything else takes the
+  // element-wise kernel. Row lengths 16, 12 and 7 hold whole vectors for some dtypes and not for others.
+  for (DType dtype : {kBool, kUInt8, kFloat32, kInt64, kFloat64}) {
+    for (int64_t row : {16, 12, 7}) {
+      CAPTURE(dtype);
+      CAPTURE(row);
+      const Tensor host = arange(0, 3 * 5 * row + 1, 1, kFloat64).to(dtype), device = host.cuda();
+      const auto same = [](const Tensor& gpu, const Tensor& cpu) {
+        return gpu.cpu().to(kFloat64).to_vector<double>() == cpu.to(kFloat64).to_vector<double>();
+      };
+      const auto planes = [&](const Tensor& t, int64_t start) {  // (3, 5, row) from element `start` on
+        return t.slice(0, start, start + 3 * 5 * row).view({3, 5, row});
+      };
+      // (B, C, HW) -> (C, B, HW), from an aligned start and from one element past it.
+      for (int64_t start : {0, 1}) {
+        CAPTURE(start);
+        CHECK(
+            same(planes(device, start).transpose(0, 1).contiguous(), planes(host, start).transpose(0, 1).contiguous()));
+      }
+      // A bias (C,) broadcast along rows: (1, C, 1) expanded to (B, C, HW).
+      const Tensor bias = host.slice(0, 0, 5).view({1, 5, 1});
+      CHECK(same(bias.cuda().expand({3, 5, row}).contiguous(), bias.expand({3, 5, row}).contiguous()));
+      // Into a strided destination: every other plane of a larger buffer, the rest untouched.
+      Tensor host_dst = zeros({6, 5, row}, TensorOptions(dtype, Device::cpu())), device_dst = host_dst.cuda();
+      host_dst.slice(0, 0, 6, 2).copy_(planes(host, 0));
+      device_dst.slice(0, 0, 6, 2).copy_(planes(device, 0));
+      CHECK(same(device_dst, host_dst));
+    }
+  }
+}
+
 MINIDET_CUDA_TEST_CASE("cuda/copy: fill_ of contiguous pieces at every offset and length writes exactly them") {
   // The contiguous fill stores 16 bytes at a time between the piece's first and last 16-byte boundaries and
   // single elements outside them: pieces that start off a boundary, end off one, or hold no whole vector.

@@ -377,8 +377,9 @@ MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: forward and every gradient match the
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: many channels per offset group and large offsets match the CPU") {
-  // 40 channels per offset group: the tiled backward splits them into several slices. A 19x70 output
-  // spans several tiles, and offsets scaled by 4 send many neighbours beyond a tile's window.
+  // 40 channels per offset group: 10 vectors of four, two per lane, so one lane of each team of eight takes
+  // a single vector. A 19x70 output spans many blocks of positions, and offsets scaled by 4 send many
+  // samples across the border and onto the same pixels.
   const DeformCase c = {"many channels", 3, 40, 8, 1, 1, 3, 3, 19, 70, DeformConv2dOptions().set_padding(1)};
   for (double scale : {1.0, 4.0}) {
     CAPTURE(scale);
@@ -393,6 +394,33 @@ MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: many channels per offset group and l
     for (int i = 0; i < 6; ++i) {
       CAPTURE(i);
       CHECK(allclose(gpu[i], cpu[i], 1e-4, 1e-3));
+    }
+  }
+}
+
+MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: offset groups wider than one slice match the CPU in float32 and float64") {
+  // The channel-last backward takes at most 256 float32 (128 float64) channels of an offset group per block,
+  // and adds the slices' offset and mask sums afterwards. 300 float32 channels per group go as two slices
+  // of 152 and 148, four at a time per lane; 130 float64 channels as two of 65, one at a time. Two offset
+  // groups and two convolution groups, offsets scaled by 3 to push samples across the border, and an output
+  // of 9 x 13 = 117 positions, which leaves the last block of 16 positions part empty.
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    const int64_t channels = dtype == kFloat32 ? 600 : 260;
+    const DeformCase c = {"wide groups", 2, channels, 4, 2, 2, 3, 3, 9, 13, DeformConv2dOptions().set_padding(1)};
+    std::vector<Tensor> inputs = float32_inputs(c, true, 620);
+    {
+      NoGradGuard raw;
+      inputs[1] = inputs[1] * 3.0;
+      for (Tensor& t : inputs) t = t.to(dtype);
+    }
+    const Tensor grad = random({c.batch, c.out_channels, c.out_h(), c.out_w()}, dtype, 626);
+    const std::vector<Tensor> cpu = run_on(Device::cpu(), inputs, grad, c.options);
+    const std::vector<Tensor> gpu = run_on(Device::cuda(), inputs, grad, c.options);
+    const double tolerance = dtype == kFloat32 ? 1e-3 : 1e-10;
+    for (int i = 0; i < 6; ++i) {
+      CAPTURE(dtype);
+      CAPTURE(i);
+      CHECK(allclose(gpu[i], cpu[i], tolerance, tolerance));
     }
   }
 }
@@ -432,8 +460,8 @@ MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: deterministic mode gives identical b
 #if MINIDET_WITH_CUDA  // cuda::Int64IndexScope exists only in a CUDA build (a CPU build skips cuda/ cases)
 MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: the int64_t-indexed kernels match the CPU and the int32_t ones") {
   // Every kernel of the op has an int32_t and an int64_t variant; the latter runs by itself only on tensors
-  // of 2^31 elements. Int64IndexScope forces it here. Scaled offsets send neighbours past the tiled
-  // backward's windows, and the deterministic mode's listing and gather have 64-bit variants too.
+  // of 2^31 elements. Int64IndexScope forces it here. Scaled offsets send samples across the border, and
+  // the deterministic mode's listing and gather have 64-bit variants too.
   const DeformCase c = {"int64 indices", 3, 40, 8, 1, 1, 3, 3, 19, 70, DeformConv2dOptions().set_padding(1)};
   std::vector<Tensor> inputs = float32_inputs(c, true, 760);
   {
