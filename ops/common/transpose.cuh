@@ -70,7 +70,7 @@ void transpose(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols, c
   else
     transpose_kernel<T, int64_t, kDivide>
         <<<grid, block, 0, cuda::current_stream()>>>(in, out, batch, rows, cols, divisors);
-  MINIDET_CUDA_LAUNCH_CHECK("roi_nhwc transpose_kernel");
+  MINIDET_CUDA_LAUNCH_CHECK("tiled_transpose::transpose_kernel");
 }
 
 }  // namespace minidet::ops::detail::tiled_transpose

@@ -4,8 +4,8 @@
 // and the recomputed columns for dW.
 //
 // dx is a scatter: each (sample, channel) adds into four pixels. Its atomicAdds go into an NHWC gradient
-// buffer, so a team's adds of one neighbour cover consecutive words of one pixel, and in float32 on compute
-// capability 9.0 each lane adds its 4 channels with one 16-byte atomic (`atomicAdd` on float4): four times
+// buffer, so a team's adds of one neighbour cover consecutive words of one pixel, and with V = 4 on compute
+// capability 9.0 and above each lane adds its 4 channels with one 16-byte atomic (`atomicAdd` on float4): four times
 // fewer requests for L2's atomic units. Each block:
 //   1. loads the slice's dcols for its positions into shared memory, and under DeterministicMode writes them
 //      out again laid out (sample, channel) for the sorted gather of dx;

@@ -77,6 +77,7 @@ void deform_im2col_cuda(const Tensor& input, const Tensor& offset, const Tensor&
 void deform_col2im_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
                         const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out,
                         bool deterministic) {
+  cuda::DeviceGuard guard(input.device());
   if (input.size(0) * g.offset_groups * g.taps() * g.out_hw() == 0) return;
   const bool sorted_dx = deterministic && out.grad_input.defined();
   DeformBackwardOutputs scattered = out;

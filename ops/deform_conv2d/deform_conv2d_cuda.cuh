@@ -2,6 +2,7 @@
 //
 //   deform_conv2d_cuda.cu                im2col, and the entry points
 //   deform_conv2d_backward_cuda.cu       the backward pass over the samples, lanes over channels
+//   deform_conv2d_lanes.cuh              that pass's work split
 //   deform_conv2d_deterministic_cuda.cu  dx as a sorted gather, for DeterministicMode
 #pragma once
 
@@ -78,8 +79,8 @@ T* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
-// The backward pass over the samples, lanes over channels: whatever `out` asks for (grad_input must arrive
-// zeroed). With grad_cols_by_sample defined it also writes grad_cols there, laid out (sample, channel of
+// The backward pass over the samples, lanes over channels: whatever `out` asks for (grad_input is written
+// whole). With grad_cols_by_sample defined it also writes grad_cols there, laid out (sample, channel of
 // its offset group), for deform_input_grad_sorted_cuda.
 void deform_col2im_lanes_cuda(const Tensor& grad_cols, const Tensor& input, const Tensor& offset, const Tensor& mask,
                               const ColumnLayout& layout, const DeformGeometry& g, const DeformBackwardOutputs& out,

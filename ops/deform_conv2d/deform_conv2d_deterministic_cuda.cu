@@ -159,6 +159,7 @@ void gather_input_grad(const Tensor& by_sample, const Tensor& offset, const Tens
 
 void deform_input_grad_sorted_cuda(const Tensor& grad_cols_by_sample, const Tensor& offset, const Tensor& mask,
                                    const Tensor& grad_input, const DeformGeometry& g) {
+  cuda::DeviceGuard guard(grad_input.device());
   MINIDET_DISPATCH_FLOATING(grad_input.dtype(), "deform_conv2d",
                             [&] { gather_input_grad<scalar_t>(grad_cols_by_sample, offset, mask, grad_input, g); });
 }

@@ -6,7 +6,7 @@
 //                   the recomputed cols (for dW), in one pass over the samples
 //
 // Every tensor is contiguous; the outputs are written, never accumulated into, except grad_input which
-// must arrive zeroed (it is a sum over samples).
+// must arrive zeroed (it is a sum over samples; CUDA's backward overwrites it, but the CPU adds into it).
 #pragma once
 
 #include <cmath>
@@ -106,7 +106,8 @@ struct ColumnLayout {
   }
 };
 
-// What deform_col2im writes; an undefined tensor is skipped. grad_input must be zeroed by the caller.
+// What deform_col2im writes; an undefined tensor is skipped. grad_input must be zeroed by the caller (the
+// CPU adds into it; CUDA writes it whole).
 struct DeformBackwardOutputs {
   Tensor grad_input;   // (B, C, H, W)
   Tensor grad_offset;  // (B, 2*G*kh*kw, H_out, W_out)

@@ -4,9 +4,9 @@
 // offset group. With the lanes of a warp over OUTPUT POSITIONS (the layout of the columns), the 32 lanes
 // read (and, in the backward, add into) 32 scattered pixels: 32 separate memory transactions per neighbour.
 // With the lanes over CHANNELS of one sample, in an NHWC copy of the input, the lanes read 32 consecutive
-// words of one pixel: one transaction. In float32 each lane takes 4 neighbouring channels at a time (V = 4),
-// so the reads are 16-byte loads. (RoIAlign's kernels split their work the same way,
-// ops/roi_align/roi_align_nhwc.cuh.)
+// words of one pixel: one transaction. In float32, when every offset group's channels come in fours, each
+// lane takes 4 neighbouring channels at a time (V = 4), so the reads are 16-byte loads. (RoIAlign's kernels split their
+// work the same way, ops/roi_align/roi_align_nhwc.cuh.)
 //
 // A block takes `positions` consecutive output positions of one (image, offset group, tap), one position
 // per team of `lanes` lanes, and a slice of the group's channels. The columns are position-fastest, so a
@@ -25,8 +25,9 @@
 namespace minidet::ops::detail::lanes {
 
 constexpr int kThreads = 256;
-// Channels per slice at most. positions x slice is then at most kThreads x the channels a lane takes
-// (8 float32, 4 float64): a (position, channel) array of 8 KB at most, about 16 KB for the backward's two.
+// Channels per slice at most. A (position, channel) array then holds at most about kThreads x 9 elements
+// (the most is a float32 slice of 8 channels: 256 positions of 8 + 1): about 9 KB, 18 KB for the backward's
+// two, under the 48 KB a block may take without opting in.
 template <typename T>
 constexpr int64_t kMaxSliceChannels = sizeof(T) == 4 ? 256 : 128;
 

@@ -377,8 +377,8 @@ MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: forward and every gradient match the
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: many channels per offset group and large offsets match the CPU") {
-  // 40 channels per offset group: 10 vectors of four, two per lane, so one lane of each team of eight takes
-  // a single vector. A 19x70 output spans many blocks of positions, and offsets scaled by 4 send many
+  // 40 channels per offset group: 10 vectors of four over a team of eight lanes, so two lanes take two
+  // vectors and six take one. A 19x70 output spans many blocks of positions, and offsets scaled by 4 send many
   // samples across the border and onto the same pixels.
   const DeformCase c = {"many channels", 3, 40, 8, 1, 1, 3, 3, 19, 70, DeformConv2dOptions().set_padding(1)};
   for (double scale : {1.0, 4.0}) {
@@ -403,7 +403,7 @@ MINIDET_CUDA_TEST_CASE("cuda/deform_conv2d: offset groups wider than one slice m
   // and adds the slices' offset and mask sums afterwards. 300 float32 channels per group go as two slices
   // of 152 and 148, four at a time per lane; 130 float64 channels as two of 65, one at a time. Two offset
   // groups and two convolution groups, offsets scaled by 3 to push samples across the border, and an output
-  // of 9 x 13 = 117 positions, which leaves the last block of 16 positions part empty.
+  // of 9 x 13 = 117 positions, which leaves the last block of 8 positions part empty.
   for (const DType dtype : {kFloat32, kFloat64}) {
     const int64_t channels = dtype == kFloat32 ? 600 : 260;
     const DeformCase c = {"wide groups", 2, channels, 4, 2, 2, 3, 3, 9, 13, DeformConv2dOptions().set_padding(1)};
