@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "core/copy_kernels.h"
 #include "core/cuda/check.h"
@@ -11,7 +10,7 @@
 namespace minidet::detail {
 namespace {
 
-// Index I: uint32_t when every index and offset fits (copy_strided_cuda checks), else int64_t.
+// Index I: int32_t when every index and offset fits (cuda::with_index), else int64_t.
 template <typename Dst, typename Src, typename I>
 __global__ void copy_kernel(I n, StridedIndexer<2> ix, Dst* out, const Src* in) {
   MINIDET_KERNEL_LOOP_AS(I, i, n) {
@@ -48,8 +47,6 @@ __global__ void copy_rows_kernel(I vectors, I per_row, StridedIndexer<2> rows, T
   }
 }
 
-bool fits_uint32(int64_t n) { return n < (int64_t(1) << 31) && !cuda::int64_index_forced(); }
-
 // The rows form of a same-dtype copy (copy_rows_kernel), when its conditions hold; false otherwise.
 bool copy_rows(const Tensor& dst, const Tensor& src, const StridedIndexer<2>& ix) {
   if (dst.dtype() != src.dtype() || ix.ndim == 0) return false;
@@ -66,20 +63,15 @@ bool copy_rows(const Tensor& dst, const Tensor& src, const StridedIndexer<2>& ix
   StridedIndexer<2> rows = ix;
   rows.ndim = inner;
   const int64_t per_row = ix.sizes[inner] / per_vector, vectors = dst.numel() / per_vector;
-  const bool narrow = fits_uint32(vectors) && fits_uint32(ix.largest_offset(0) + per_vector) &&
-                      fits_uint32(ix.largest_offset(1) + per_vector);
+  const int64_t largest = std::max({vectors, ix.largest_offset(0) + per_vector, ix.largest_offset(1) + per_vector});
   MINIDET_DISPATCH_ALL(dst.dtype(), "copy_", [&] {
     using T = scalar_t;
-    const auto launch = [&](auto index, auto broadcast) {
+    cuda::with_index(largest, [&](auto index) {
       using I = decltype(index);
-      copy_rows_kernel<T, I, decltype(broadcast)::value>
-          <<<cuda::blocks_for(vectors), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
-              I(vectors), I(per_row), rows, dst.data<T>(), src.data<T>());
-    };
-    if (narrow)
-      src_step == 0 ? launch(uint32_t(), std::true_type()) : launch(uint32_t(), std::false_type());
-    else
-      src_step == 0 ? launch(int64_t(), std::true_type()) : launch(int64_t(), std::false_type());
+      const auto kernel = src_step == 0 ? copy_rows_kernel<T, I, true> : copy_rows_kernel<T, I, false>;
+      kernel<<<cuda::blocks_for(vectors), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
+          I(vectors), I(per_row), rows, dst.data<T>(), src.data<T>());
+    });
     MINIDET_CUDA_LAUNCH_CHECK("copy_rows_kernel");
   });
   return true;
@@ -133,19 +125,15 @@ void copy_strided_cuda(const Tensor& dst, const Tensor& src) {
   const Shape* strides[2] = {&dst.strides(), &src.strides()};
   const StridedIndexer<2> ix = make_indexer<2>(dst.sizes(), strides);
   if (copy_rows(dst, src, ix)) return;
-  const bool narrow = fits_uint32(n) && fits_uint32(ix.largest_offset(0)) && fits_uint32(ix.largest_offset(1));
+  const int64_t largest = std::max({n, ix.largest_offset(0), ix.largest_offset(1)});
   MINIDET_DISPATCH_ALL(dst.dtype(), "copy_", [&] {
     using dst_t = scalar_t;
     MINIDET_DISPATCH_ALL(src.dtype(), "copy_", [&] {
-      const auto launch = [&](auto index) {
+      cuda::with_index(largest, [&](auto index) {
         using I = decltype(index);
         copy_kernel<dst_t, scalar_t, I><<<cuda::blocks_for(n), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
             I(n), ix, dst.data<dst_t>(), src.data<scalar_t>());
-      };
-      if (narrow)
-        launch(uint32_t());
-      else
-        launch(int64_t());
+      });
       MINIDET_CUDA_LAUNCH_CHECK("copy_kernel");
     });
   });

@@ -17,7 +17,7 @@
 #include "core/factories.h"
 #include "ops/common/radix_sort.cuh"
 #include "ops/common/transpose.cuh"
-#include "ops/deform_conv2d/deform_conv2d_cuda.cuh"
+#include "ops/deform_conv2d/deform_conv2d_lanes.cuh"
 
 namespace minidet::ops::detail {
 namespace {
@@ -113,14 +113,10 @@ __global__ void gather_nhwc_kernel(Index pixels, int lanes, const T* __restrict_
       for (Index i = first; i < last; ++i) {
         const Index id = Index(sorted_ids[i]);
         const T w = weights[id];
-        const T* d = by_sample + (id / 4) * group_channels + c;
-        if constexpr (V == 4 && std::is_same_v<T, float>) {
-          const float4 v = *reinterpret_cast<const float4*>(d);
-          sum[0] += w * v.x, sum[1] += w * v.y, sum[2] += w * v.z, sum[3] += w * v.w;
-        } else {
+        T d[V];
+        lanes::load_channels<V>(by_sample + (id / 4) * group_channels + c, d);
 #pragma unroll
-          for (int k = 0; k < V; ++k) sum[k] += w * d[k];
-        }
+        for (int k = 0; k < V; ++k) sum[k] += w * d[k];
       }
 #pragma unroll
       for (int k = 0; k < V; ++k) out[c + k] = sum[k];
@@ -135,8 +131,7 @@ void gather_input_grad(const Tensor& by_sample, const Tensor& offset, const Tens
   const SortedNeighbours sorted =
       sort_neighbours<T>(offset, mask, g, batch, std::max(by_sample.numel(), grad_input.numel()));
   const int64_t largest = std::max({by_sample.numel(), grad_input.numel(), sorted.weights.numel(), offset.numel()});
-  const bool by_four = std::is_same_v<T, float> && g.channels_per_offset_group() % 4 == 0;
-  const int vector = by_four ? 4 : 1;
+  const int vector = lanes::vector_width<T>(g);
   int lanes = 1;
   while (lanes < 32 && lanes * vector < g.channels_per_offset_group()) lanes *= 2;
   Tensor grad_nhwc = empty({batch, g.height, g.width, g.channels}, grad_input.options());
@@ -145,7 +140,7 @@ void gather_input_grad(const Tensor& by_sample, const Tensor& offset, const Tens
     using Index = decltype(index);
     auto* kernel = gather_nhwc_kernel<T, Index, 1>;
     if constexpr (std::is_same_v<T, float>)
-      if (by_four) kernel = gather_nhwc_kernel<T, Index, 4>;
+      if (vector == 4) kernel = gather_nhwc_kernel<T, Index, 4>;
     kernel<<<cuda::blocks_for((pixels + teams - 1) / teams, 1), cuda::kThreadsPerBlock, 0, cuda::current_stream()>>>(
         Index(pixels), lanes, by_sample.data<T>(), sorted.ids(), sorted.weights.data<T>(), sorted.begin.data<int64_t>(),
         sorted.end.data<int64_t>(), grad_nhwc.data<T>(), g);

@@ -48,8 +48,14 @@ struct Geometry {
   size_t array_bytes(int64_t element_bytes) const { return size_t(positions * stride * element_bytes); }
 };
 
-// Four channels a lane in float32 when every offset group's channels come in fours (so that each 16-byte
-// access is aligned); else one. Slices of at most kMaxSliceChannels, evened out (320 channels go as
+// Four channels at a time in float32 when every offset group's channels come in fours (so that each 16-byte
+// access is aligned); else one. Also the sorted gather's width (deform_conv2d_deterministic_cuda.cu).
+template <typename T>
+int vector_width(const DeformGeometry& g) {
+  return std::is_same_v<T, float> && g.channels_per_offset_group() % 4 == 0 ? 4 : 1;
+}
+
+// Slices of at most kMaxSliceChannels, evened out (320 channels go as
 // 160 + 160, not 256 + 64), rounded up to the vector. Each lane takes two of the slice's vectors where it
 // can (8 float32 channels): locating a sample (offsets, neighbours, weights) is then shared by 8 channels'
 // work instead of 4, which measured faster on bench_deform_conv2d's 64-channel shape (docs/benchmarks.md).
@@ -57,7 +63,7 @@ template <typename T>
 Geometry geometry(const DeformGeometry& g) {
   Geometry t;
   const int64_t group_channels = g.channels_per_offset_group();
-  t.vector = std::is_same_v<T, float> && group_channels % 4 == 0 ? 4 : 1;
+  t.vector = vector_width<T>(g);
   t.slices = (group_channels + kMaxSliceChannels<T> - 1) / kMaxSliceChannels<T>;
   t.slice_channels = ((group_channels + t.slices - 1) / t.slices + t.vector - 1) / t.vector * t.vector;
   t.slices = (group_channels + t.slice_channels - 1) / t.slice_channels;
@@ -99,7 +105,7 @@ struct Block {
   // The (position, channel) array <-> the columns, coalesced along the positions. Entry (c, p) of the block
   // is column row (c0 + c)*taps + tap at position pos0 + p: a fixed step per channel, so the loops need no
   // division (positions is a power of two).
-  template <typename T, typename Move>
+  template <typename Move>
   __device__ void for_columns(const ColumnLayout& layout, const DeformGeometry& g, const Geometry& t,
                               Move&& move) const {
     const Index column0 = Index(layout.index(b, c0 * Index(g.taps()) + tap, pos0));
@@ -114,13 +120,13 @@ struct Block {
   template <typename T>
   __device__ void load_columns(const T* __restrict__ cols, const ColumnLayout& layout, const DeformGeometry& g,
                                const Geometry& t, T* array) const {
-    for_columns<T>(layout, g, t,
-                   [&](Index column, int cell, int p) { array[cell] = p < positions ? cols[column] : T(0); });
+    for_columns(layout, g, t,
+                [&](Index column, int cell, int p) { array[cell] = p < positions ? cols[column] : T(0); });
   }
   template <typename T>
   __device__ void store_columns(const T* array, const ColumnLayout& layout, const DeformGeometry& g, const Geometry& t,
                                 T* __restrict__ cols) const {
-    for_columns<T>(layout, g, t, [&](Index column, int cell, int p) {
+    for_columns(layout, g, t, [&](Index column, int cell, int p) {
       if (p < positions) cols[column] = array[cell];
     });
   }
