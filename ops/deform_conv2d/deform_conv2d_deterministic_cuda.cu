@@ -114,7 +114,7 @@ __global__ void gather_nhwc_kernel(Index pixels, int lanes, const T* __restrict_
         const Index id = Index(sorted_ids[i]);
         const T w = weights[id];
         T d[V];
-        lanes::load_channels<V>(by_sample + (id / 4) * group_channels + c, d);
+        lanes::load_vector<V>(by_sample + (id / 4) * group_channels + c, d);
 #pragma unroll
         for (int k = 0; k < V; ++k) sum[k] += w * d[k];
       }

@@ -20,6 +20,7 @@
 
 #include "core/factories.h"
 #include "ops/common/transpose.cuh"
+#include "ops/common/vectors.cuh"
 #include "ops/deform_conv2d/deform_conv2d_cuda.cuh"
 
 namespace minidet::ops::detail::lanes {
@@ -132,17 +133,8 @@ struct Block {
   }
 };
 
-// V neighbouring channels at once: one 16-byte load in float32 with V = 4, else V scalar loads.
-template <int V, typename T>
-__device__ inline void load_channels(const T* p, T out[V]) {
-  if constexpr (V == 4 && std::is_same_v<T, float>) {
-    const float4 f = *reinterpret_cast<const float4*>(p);
-    out[0] = f.x, out[1] = f.y, out[2] = f.z, out[3] = f.w;
-  } else {
-#pragma unroll
-    for (int k = 0; k < V; ++k) out[k] = p[k];
-  }
-}
+// V neighbouring channels at once: one 16-byte load in float32 with V = 4 (ops/common/vectors.cuh).
+using vectors::load_vector;
 
 // The four neighbours of a located sample, V channels from c on (0 for a neighbour outside the map).
 template <int V, typename T, typename Index>
@@ -151,7 +143,7 @@ __device__ inline void load_neighbours(const LocatedSample<T, Index>& si, const 
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     if (si.inside[r]) {
-      load_channels<V>(image + si.neighbour[r] * channels + c, v[r]);
+      load_vector<V>(image + si.neighbour[r] * channels + c, v[r]);
     } else {
 #pragma unroll
       for (int k = 0; k < V; ++k) v[r][k] = T(0);

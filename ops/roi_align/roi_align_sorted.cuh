@@ -18,15 +18,17 @@
 //                        input order): each pixel's terms now lie together, in the order of t.
 //   4. runs_kernel       where each pixel's run of terms starts in the sorted list, and each place's bin
 //                        (k * bins + bin = t / (4 S)) and weight, laid out in sorted order.
-//   5. gather_kernel     one warp per pixel and 32 channels, lane = channel: it walks the pixel's run in
-//                        order, 32 terms at a time (lane u loads term u's bin and weight, shuffles hand
-//                        them round), and adds share * w for its channel. Then the block's 8 pixels go out
+//   5. gather_kernel     a team of lanes per pixel, each lane a 16-byte vector of channels (4 in float32):
+//                        the team walks the pixel's run in order, L terms at a time (lane u loads term u's
+//                        bin and weight, shuffles hand them round), and each lane adds share * w for its
+//                        channels. A block takes a 2-D tile of pixels, so that the shares one pixel's run
+//                        reads are mostly read again by its neighbours' runs from L1. Then the tile goes out
 //                        through shared memory, in runs along the rows of dx.
 //
 // Each element starts from 0 and receives its terms in the order of t, with unfused products as on the CPU:
-// the CPU's bits, every run. The cost is a sort of 4 * K * bins * S keys and one pass over the terms per 32
-// channels, whatever the size of the map. The pass reads one share per term and channel from L2 (4 bytes
-// x 4 K bins S x C), which is what its time follows on small maps with many terms per pixel.
+// the CPU's bits, every run. The cost is a sort of 4 * K * bins * S keys and one pass over the terms per
+// team's channels, whatever the size of the map. A pixel's run is summed in order by one team, so the
+// longest run is the gather's critical path: on small maps with many RoIs a run holds hundreds of terms.
 //
 // Scope (fits()): average mode only (max mode's winning sample differs per channel), a fixed sampling ratio
 // (so S, and the number of terms, are known on the host without reading the RoIs: no synchronisation), at
@@ -42,12 +44,11 @@
 #include "core/factories.h"
 #include "ops/common/bilinear.h"
 #include "ops/common/radix_sort.cuh"
+#include "ops/common/vectors.cuh"
 #include "ops/roi_align/roi_align_kernels.h"  // unfused_mul
-#include "ops/roi_align/roi_align_nhwc.cuh"   // kLanes, kTile
+#include "ops/roi_align/roi_align_nhwc.cuh"   // roi_nhwc::transpose
 
 namespace minidet::ops::detail::roi_sorted {
-
-using roi_nhwc::kLanes;
 
 struct TermShape {
   int64_t batch, rois, channels, height, width, pooled_h, pooled_w;
@@ -73,20 +74,26 @@ inline bool fits(const TermShape& s, bool max_mode) {
 // 1. Sample i = (k * bins + bin) * S + s writes terms 4i .. 4i + 3.
 template <typename T, typename Sampler>
 __global__ void terms_kernel(Sampler sampler, TermShape s, uint32_t* keys, uint32_t* numbers, T* weights, T* divisors) {
-  const int64_t samples = s.samples(), per_roi = s.bins() * samples, plane = s.height * s.width;
-  MINIDET_KERNEL_LOOP(i, s.rois * per_roi) {
-    const int64_t k = i / per_roi, bin = i % per_roi / samples, sample = i % samples;
+  // fits() bounds the terms by 2^26, so every index here fits 32 bits.
+  const uint32_t samples = uint32_t(s.samples()), per_roi = uint32_t(s.bins()) * samples;
+  const uint32_t pooled_w = uint32_t(s.pooled_w), grid_w = uint32_t(s.grid_w), plane = uint32_t(s.height * s.width);
+  const uint32_t sentinel = uint32_t(s.pixels()), count = uint32_t(s.rois) * per_roi;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += blockDim.x * gridDim.x) {
+    const uint32_t k = i / per_roi, within = i - k * per_roi, bin = within / samples, sample = within - bin * samples;
     const auto roi = sampler.roi(k);
-    const BilinearSample<T> b =
-        sampler.sample(roi, bin / s.pooled_w, bin % s.pooled_w, sample / s.grid_w, sample % s.grid_w);
+    const BilinearSample<T> b = sampler.sample(roi, bin / pooled_w, bin % pooled_w, sample / grid_w, sample % grid_w);
     const bool counted = b.inside && roi.batch >= 0 && roi.batch < s.batch;
+    const uint32_t image = counted ? uint32_t(roi.batch) * plane : 0;
+    T w[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      keys[4 * i + j] = uint32_t(counted ? roi.batch * plane + b.offset[j] : s.pixels());
-      numbers[4 * i + j] = uint32_t(4 * i + j);
-      weights[4 * i + j] = b.weight[j];
-    }
-    if (i % per_roi == 0) divisors[k] = sampler.divisor(roi);
+    for (int j = 0; j < 4; ++j) w[j] = b.weight[j];
+    *reinterpret_cast<uint4*>(keys + 4 * size_t(i)) =
+        counted ? make_uint4(image + uint32_t(b.offset[0]), image + uint32_t(b.offset[1]),
+                             image + uint32_t(b.offset[2]), image + uint32_t(b.offset[3]))
+                : make_uint4(sentinel, sentinel, sentinel, sentinel);
+    *reinterpret_cast<uint4*>(numbers + 4 * size_t(i)) = make_uint4(4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3);
+    vectors::store_vector<4>(weights + 4 * size_t(i), w);
+    if (within == 0) divisors[k] = sampler.divisor(roi);
   }
 }
 
@@ -122,70 +129,109 @@ __global__ void runs_kernel(const uint32_t* sorted_keys, const uint32_t* sorted_
   }
 }
 
-// 5. Block = kPixelsPerBlock consecutive pixels of the stacked map x 32 channels, one warp per pixel. A warp
-// loads its next 32 terms while it adds the current ones, and loads the shares of kInFlight terms before it
-// adds any of them, so the loads overlap and only the additions wait on each other. (Small blocks: the work
-// items of a small map come to about two per warp slot of the GPU, and small blocks leave a short tail.)
-constexpr int kPixelsPerBlock = 8;
-constexpr int kInFlight = 8;  // 16 measured no faster
+// 5. A block takes a tile of TH x TW pixels of one image and G = L * V channels; a team of L lanes per
+// pixel, lane l holding channels l * V .. l * V + V - 1 of the block's G. The team loads its next L terms'
+// bins and weights while it adds the current ones, and loads the shares of kInFlight terms before it adds
+// any of them, so the loads overlap and only the additions wait on each other.
+constexpr int kInFlight = 8;
 
-template <typename T>
-__global__ void __launch_bounds__(kPixelsPerBlock* kLanes)
+template <typename T, int V, int L, int TH, int TW>
+__global__ void __launch_bounds__(TH* TW* L)
     gather_kernel(const uint32_t* starts, const uint32_t* sorted_bins, const T* sorted_weights, const T* shares,
                   T* grad_input, TermShape s) {
-  __shared__ T sums[kLanes][kPixelsPerBlock + 1];  // (channel lane, pixel), +1 against bank conflicts
-  const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
-  const int64_t groups = (s.channels + kLanes - 1) / kLanes;
-  const int64_t pixel_blocks = (s.pixels() + kPixelsPerBlock - 1) / kPixelsPerBlock, plane = s.height * s.width;
-  for (int64_t item = blockIdx.x; item < pixel_blocks * groups; item += gridDim.x) {
-    const int64_t first_pixel = item / groups * kPixelsPerBlock, c0 = item % groups * kLanes;
-    const int64_t c = min(c0 + lane, s.channels - 1);  // idle lanes read channel C - 1 and write nothing
-    const int64_t p = first_pixel + warp;
-    T acc = T(0);
-    if (p < s.pixels()) {
+  constexpr int P = TH * TW, G = L * V;
+  __shared__ T sums[G][P + 1];  // (channel, pixel), +1 against bank conflicts
+  const int lane = threadIdx.x % L, pixel = threadIdx.x / L;
+  // The team's lanes within the warp: the teams of a warp walk runs of different lengths.
+  const unsigned team = L == 32 ? 0xffffffffu : ((1u << L) - 1u) << (threadIdx.x % 32 / L * L);
+  const int64_t groups = (s.channels + G - 1) / G, plane = s.height * s.width;
+  const int64_t tiles_x = (s.width + TW - 1) / TW, tiles_y = (s.height + TH - 1) / TH;
+  for (int64_t item = blockIdx.x; item < s.batch * tiles_y * tiles_x * groups; item += gridDim.x) {
+    const int64_t group = item % groups, tile = item / groups;
+    const int64_t tx = tile % tiles_x, ty = tile / tiles_x % tiles_y, n = tile / (tiles_x * tiles_y);
+    const int64_t y = ty * TH + pixel / TW, x = tx * TW + pixel % TW;
+    // Lanes past the last channel read the last vector (every lane must take the team's shuffles) and
+    // write nothing. C is a multiple of V (the launcher's rule), so every vector is aligned.
+    const int64_t c = min(group * G + lane * V, s.channels - V);
+    T acc[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[i] = T(0);
+    if (y < s.height && x < s.width) {
+      const int64_t p = n * plane + y * s.width + x;
       const uint32_t begin = starts[p], end = starts[p + 1];
-      uint32_t next_bin = 0;  // lane u: term base + u's bin (k * bins + bin) and weight, one group ahead
+      uint32_t next_bin = 0;  // lane u: term base + u's bin (k * bins + bin) and weight, one round ahead
       T next_weight = T(0);
       if (begin + lane < end) {
         next_bin = sorted_bins[begin + lane];
         next_weight = sorted_weights[begin + lane];
       }
-      for (uint32_t base = begin; base < end; base += kLanes) {
-        const uint32_t count = min(end - base, uint32_t(kLanes));
+      for (uint32_t base = begin; base < end; base += L) {
+        const uint32_t count = min(end - base, uint32_t(L));
         const uint32_t my_bin = next_bin;
         const T my_weight = next_weight;
-        if (base + kLanes + lane < end) {
-          next_bin = sorted_bins[base + kLanes + lane];
-          next_weight = sorted_weights[base + kLanes + lane];
+        if (base + L + lane < end) {
+          next_bin = sorted_bins[base + L + lane];
+          next_weight = sorted_weights[base + L + lane];
         }
         for (uint32_t u0 = 0; u0 < count; u0 += kInFlight) {
-          T share[kInFlight], weight[kInFlight];
+          T share[kInFlight][V], weight[kInFlight];
 #pragma unroll
           for (int v = 0; v < kInFlight; ++v) {
             const int src = int(min(u0 + uint32_t(v), count - 1));
-            const uint32_t bin = __shfl_sync(0xffffffffu, my_bin, src);
-            weight[v] = __shfl_sync(0xffffffffu, my_weight, src);
-            share[v] = shares[int64_t(bin) * s.channels + c];
+            const uint32_t bin = __shfl_sync(team, my_bin, src, L);
+            weight[v] = __shfl_sync(team, my_weight, src, L);
+            vectors::load_vector<V>(shares + int64_t(bin) * s.channels + c, share[v]);
           }
 #pragma unroll
           for (int v = 0; v < kInFlight; ++v)
-            if (u0 + uint32_t(v) < count) acc = acc + unfused_mul(share[v], weight[v]);
+            if (u0 + uint32_t(v) < count) {
+#pragma unroll
+              for (int i = 0; i < V; ++i) acc[i] = acc[i] + unfused_mul(share[v][i], weight[v]);
+            }
         }
       }
     }
-    sums[lane][warp] = acc;
+#pragma unroll
+    for (int i = 0; i < V; ++i) sums[lane * V + i][pixel] = acc[i];
     __syncthreads();
-    // Write out, the block's 32 channels x kPixelsPerBlock pixels: thread i takes channel i / kPixelsPerBlock
-    // and pixel i % kPixelsPerBlock, so each store covers runs of consecutive pixels of a channel (split
-    // where the block crosses from one image into the next).
-    const int channel = threadIdx.x / kPixelsPerBlock, pixel = threadIdx.x % kPixelsPerBlock;
-    const int64_t out_pixel = first_pixel + pixel;
-    if (c0 + channel < s.channels && out_pixel < s.pixels()) {
-      const int64_t n = out_pixel / plane, offset = out_pixel % plane;
-      grad_input[(n * s.channels + c0 + channel) * plane + offset] = sums[channel][pixel];
+    // Write out, G channels x P pixels: entry e is channel e / P, pixel e % P, so each store covers the
+    // tile's rows of consecutive pixels of a channel.
+    for (int e = threadIdx.x; e < G * P; e += P * L) {
+      const int channel = e / P, at = e % P;
+      const int64_t oy = ty * TH + at / TW, ox = tx * TW + at % TW, oc = group * G + channel;
+      if (oy < s.height && ox < s.width && oc < s.channels)
+        grad_input[((n * s.channels + oc) * s.height + oy) * s.width + ox] = sums[channel][at];
     }
     __syncthreads();  // `sums` is reused by the next item
   }
+}
+
+template <typename T, int V, int L, int TH, int TW>
+void launch_gather(const uint32_t* starts, const uint32_t* sorted_bins, const T* sorted_weights, const T* shares,
+                   T* grad_input, const TermShape& s, cudaStream_t stream) {
+  constexpr int G = L * V;
+  const int64_t items = s.batch * ((s.height + TH - 1) / TH) * ((s.width + TW - 1) / TW) * ((s.channels + G - 1) / G);
+  gather_kernel<T, V, L, TH, TW><<<cuda::blocks_for(items, 1), TH * TW * L, 0, stream>>>(
+      starts, sorted_bins, sorted_weights, shares, grad_input, s);
+  MINIDET_CUDA_LAUNCH_CHECK("roi_sorted gather_kernel");
+}
+
+// The team's shape. A lane takes a 16-byte vector of channels when C allows it, else one channel (32-lane
+// teams, the tile a row of 8 pixels). Long runs (many terms a pixel: many RoIs on a small map) take teams of
+// 16 lanes, 64 float32 channels, and 4 x 4 tiles: a term's bin and weight then serve twice the channels, and
+// a warp holds two runs instead of four, so it waits on fewer runs longer than its own. Short runs take teams
+// of 8 lanes and 4 x 8 tiles, whose larger tiles share more of the shares through L1 (docs/benchmarks.md).
+template <typename T>
+void gather(const uint32_t* starts, const uint32_t* sorted_bins, const T* sorted_weights, const T* shares,
+            T* grad_input, const TermShape& s, cudaStream_t stream) {
+  constexpr int V = 16 / sizeof(T);
+  constexpr int64_t kLongRun = 64;  // mean terms a pixel
+  if (s.channels % V != 0)
+    launch_gather<T, 1, 32, 1, 8>(starts, sorted_bins, sorted_weights, shares, grad_input, s, stream);
+  else if (s.terms() >= kLongRun * s.pixels())
+    launch_gather<T, V, 16, 4, 4>(starts, sorted_bins, sorted_weights, shares, grad_input, s, stream);
+  else
+    launch_gather<T, V, 8, 4, 8>(starts, sorted_bins, sorted_weights, shares, grad_input, s, stream);
 }
 
 // ---- the launcher: call it inside MINIDET_DISPATCH_FLOATING with T = scalar_t, when fits() -----------------
@@ -226,10 +272,7 @@ void backward(const Tensor& grad_output, const Sampler& sampler, const TermShape
       key_buffers.Current(), number_buffers.Current(), weights.data<T>(), s, start_data, sorted_bins,
       sorted_weights.data<T>());
   MINIDET_CUDA_LAUNCH_CHECK("roi_sorted runs_kernel");
-  const int64_t items = (s.pixels() + kPixelsPerBlock - 1) / kPixelsPerBlock * ((s.channels + kLanes - 1) / kLanes);
-  gather_kernel<T><<<cuda::blocks_for(items, 1), kPixelsPerBlock * kLanes, 0, stream>>>(
-      start_data, sorted_bins, sorted_weights.data<T>(), shares.data<T>(), grad_input.data<T>(), s);
-  MINIDET_CUDA_LAUNCH_CHECK("roi_sorted gather_kernel");
+  gather<T>(start_data, sorted_bins, sorted_weights.data<T>(), shares.data<T>(), grad_input.data<T>(), s, stream);
 }
 
 }  // namespace minidet::ops::detail::roi_sorted

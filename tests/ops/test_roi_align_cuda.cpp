@@ -319,9 +319,12 @@ struct GatherCase {
 
 MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic input gradient equals the CPU bit for bit on awkward cases") {
   using M = RoiPoolMode;
-  // Channel counts that leave part of a warp idle (lanes are channels), maps smaller than one tile and
-  // larger than many, several images, RoIs outside, inverted and of zero size, both modes, fixed and
-  // adaptive sampling, aligned and legacy boxes.
+  // Channel counts that leave part of a team of lanes idle or that no 16-byte vector divides, maps smaller
+  // than one tile and larger than many, several images, RoIs outside, inverted and of zero size, both
+  // modes, fixed and adaptive sampling, aligned and legacy boxes. The sorted terms' gather has three team
+  // shapes (roi_align_sorted.cuh): one channel a lane (3, 33 and, in float32, 70 channels), short runs (36
+  // channels; 70 in float64) and long runs (72 channels, 300 RoIs on a 6 x 7 map: thousands of terms a
+  // pixel), each with a last group of channels only partly filled.
   // The averages with a fixed sampling ratio take the sorted terms (roi_align_sorted.cuh), the rows with
   // adaptive sampling or max mode the tile gather (roi_align_gather.cuh).
   // One row per case (clang-format 14 takes only the bare marker).
@@ -345,6 +348,10 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic input gradient equals the 
        RoIAlignOptions().set_output_size(7).set_spatial_scale(0.5).set_sampling_ratio(2).set_aligned(false)},
       {"70 channels, fixed 3 at 1/8", {3, 70, 64, 90}, 250,
        RoIAlignOptions().set_output_size(5, 6).set_spatial_scale(0.125).set_sampling_ratio(3)},
+      {"36 channels, fixed 2 at 1/4: short runs", {3, 36, 30, 21}, 120,
+       RoIAlignOptions().set_output_size(7).set_spatial_scale(0.25).set_sampling_ratio(2)},
+      {"72 channels, 300 RoIs on a 6 x 7 map: long runs", {2, 72, 6, 7}, 300,
+       RoIAlignOptions().set_output_size(7).set_spatial_scale(0.5).set_sampling_ratio(2)},
   };
   // clang-format on
   uint64_t seed = 500;
