@@ -4,6 +4,8 @@
 // each lane a vector of channels. The caller makes p 16-byte aligned whenever a vector access is taken.
 #pragma once
 
+#include <cuda_runtime.h>  // float4, double2
+
 #include <type_traits>
 
 namespace minidet::ops::detail::vectors {

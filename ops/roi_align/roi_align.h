@@ -56,8 +56,8 @@
 // backward, so no two threads write one element. CUDA (roi_align_cuda.cu): channel-last (NHWC) reads and
 // atomics, a warp = 32 channels of one bin sharing one geometry computation. Under DeterministicMode the
 // input gradient adds every term in the CPU's order, so it equals the CPU's bit for bit: the average with a
-// fixed sampling ratio sorts its terms by pixel (roi_align_sorted.cuh), then a warp per pixel and 32 channels
-// adds them; adaptive sampling and max mode take a gather over tiles of the input gradient
+// fixed sampling ratio sorts its terms by pixel (roi_align_sorted.cuh), then a team of lanes per pixel, each
+// lane a vector of channels, adds them; adaptive sampling and max mode take a gather over tiles of the input gradient
 // (roi_align_gather.cuh: a warp per tile and 32 channels walks the RoIs in order). The box gradient never
 // uses atomics. The only host synchronisation is the RoI value
 // check (ops/common/roi_checks.h; optional). float32 and float64; the input may be non-contiguous.

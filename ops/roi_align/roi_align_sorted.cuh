@@ -13,12 +13,13 @@
 //                        (n * H * W + offset), or the sentinel N * H * W for a sample outside the map or a
 //                        row naming no image; the term's number t; and its weight w.
 //   2. the shares        share[k, bin, c] = dy[k, c, bin] / count, channel-last (roi_nhwc::transpose), so
-//                        that 32 lanes of 32 channels read one 128-byte line per term.
+//                        that a team's lanes read one contiguous run of channels per term.
 //   3. a stable radix sort of (key, t) by key (cub::DeviceRadixSort; LSD radix sorts keep equal keys in
 //                        input order): each pixel's terms now lie together, in the order of t.
 //   4. runs_kernel       where each pixel's run of terms starts in the sorted list, and each place's bin
 //                        (k * bins + bin = t / (4 S)) and weight, laid out in sorted order.
-//   5. gather_kernel     a team of lanes per pixel, each lane a 16-byte vector of channels (4 in float32):
+//   5. gather_kernel     a team of lanes per pixel, each lane a 16-byte vector of channels (4 in float32;
+//                        one channel where no vector divides C):
 //                        the team walks the pixel's run in order, L terms at a time (lane u loads term u's
 //                        bin and weight, shuffles hand them round), and each lane adds share * w for its
 //                        channels. A block takes a 2-D tile of pixels, so that the shares one pixel's run
@@ -140,6 +141,7 @@ __global__ void __launch_bounds__(TH* TW* L)
     gather_kernel(const uint32_t* starts, const uint32_t* sorted_bins, const T* sorted_weights, const T* shares,
                   T* grad_input, TermShape s) {
   constexpr int P = TH * TW, G = L * V;
+  static_assert(32 % L == 0 && P * L % 32 == 0, "a team lies within a warp and the block is whole warps");
   __shared__ T sums[G][P + 1];  // (channel, pixel), +1 against bank conflicts
   const int lane = threadIdx.x % L, pixel = threadIdx.x / L;
   // The team's lanes within the warp: the teams of a warp walk runs of different lengths.
@@ -225,7 +227,7 @@ template <typename T>
 void gather(const uint32_t* starts, const uint32_t* sorted_bins, const T* sorted_weights, const T* shares,
             T* grad_input, const TermShape& s, cudaStream_t stream) {
   constexpr int V = 16 / sizeof(T);
-  constexpr int64_t kLongRun = 64;  // mean terms a pixel
+  constexpr int64_t kLongRun = 64;  // mean terms a pixel (the sentinels' terms counted too: a speed choice only)
   if (s.channels % V != 0)
     launch_gather<T, 1, 32, 1, 8>(starts, sorted_bins, sorted_weights, shares, grad_input, s, stream);
   else if (s.terms() >= kLongRun * s.pixels())

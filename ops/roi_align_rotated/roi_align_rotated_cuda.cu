@@ -18,7 +18,7 @@
 //
 // DeterministicMode with a fixed sampling ratio runs roi_align's sorted terms
 // (ops/roi_align/roi_align_sorted.cuh) with the same sampler: the terms sorted by pixel, then added in the
-// CPU's order by a warp per pixel and 32 channels. With adaptive sampling (the number of terms depends on the
+// CPU's order by a team of lanes per pixel. With adaptive sampling (the number of terms depends on the
 // boxes, unknown to the host without a synchronisation) it runs roi_align's tile gather
 // (ops/roi_align/roi_align_gather.cuh) with the same sampler: one warp per tile of dx and 32 channels walks the RoIs in
 // order and adds each term in the CPU's order (RoI, bin, sample, neighbour), so the input gradient has the same bits

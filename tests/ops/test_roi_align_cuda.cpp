@@ -323,8 +323,9 @@ MINIDET_CUDA_TEST_CASE("cuda/roi_align: deterministic input gradient equals the 
   // than one tile and larger than many, several images, RoIs outside, inverted and of zero size, both
   // modes, fixed and adaptive sampling, aligned and legacy boxes. The sorted terms' gather has three team
   // shapes (roi_align_sorted.cuh): one channel a lane (3, 33 and, in float32, 70 channels), short runs (36
-  // channels; 70 in float64) and long runs (72 channels, 300 RoIs on a 6 x 7 map: thousands of terms a
-  // pixel), each with a last group of channels only partly filled.
+  // channels, about 50 terms a pixel, under kLongRun's 64; 70 in float64) and long runs (72 channels, 300 RoIs
+  // on a 6 x 7 map: thousands of terms a pixel; also "one pixel", 4 channels), each with a last group of
+  // channels only partly filled.
   // The averages with a fixed sampling ratio take the sorted terms (roi_align_sorted.cuh), the rows with
   // adaptive sampling or max mode the tile gather (roi_align_gather.cuh).
   // One row per case (clang-format 14 takes only the bare marker).
