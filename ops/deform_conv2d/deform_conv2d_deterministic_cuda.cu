@@ -17,6 +17,7 @@
 #include "core/factories.h"
 #include "ops/common/radix_sort.cuh"
 #include "ops/common/transpose.cuh"
+#include "ops/common/vectors.cuh"
 #include "ops/deform_conv2d/deform_conv2d_lanes.cuh"
 
 namespace minidet::ops::detail {
@@ -114,7 +115,7 @@ __global__ void gather_nhwc_kernel(Index pixels, int lanes, const T* __restrict_
         const Index id = Index(sorted_ids[i]);
         const T w = weights[id];
         T d[V];
-        lanes::load_vector<V>(by_sample + (id / 4) * group_channels + c, d);
+        vectors::load_vector<V>(by_sample + (id / 4) * group_channels + c, d);
 #pragma unroll
         for (int k = 0; k < V; ++k) sum[k] += w * d[k];
       }

@@ -79,7 +79,7 @@ __global__ void terms_kernel(Sampler sampler, TermShape s, uint32_t* keys, uint3
   const uint32_t samples = uint32_t(s.samples()), per_roi = uint32_t(s.bins()) * samples;
   const uint32_t pooled_w = uint32_t(s.pooled_w), grid_w = uint32_t(s.grid_w), plane = uint32_t(s.height * s.width);
   const uint32_t sentinel = uint32_t(s.pixels()), count = uint32_t(s.rois) * per_roi;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += blockDim.x * gridDim.x) {
+  MINIDET_KERNEL_LOOP_AS(uint32_t, i, count) {
     const uint32_t k = i / per_roi, within = i - k * per_roi, bin = within / samples, sample = within - bin * samples;
     const auto roi = sampler.roi(k);
     const BilinearSample<T> b = sampler.sample(roi, bin / pooled_w, bin % pooled_w, sample / grid_w, sample % grid_w);
