@@ -538,6 +538,10 @@ def check_exact_arguments(args):
 
 def run_torch(torch, reps, args):
     check_exact_arguments(args)
+    # True FP32, as minidet computes: by default PyTorch lets cuDNN's convolutions round their inputs to TF32
+    # on the tensor cores (torch.backends.cudnn.allow_tf32), which would time and train another arithmetic.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     device_name = "cpu" if args.device == "cpu" else "cuda:" + torch.cuda.get_device_name(0)
     try:
         import torchvision  # noqa: F401
