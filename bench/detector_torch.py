@@ -22,6 +22,7 @@ The model is minidet's DetectorConfig defaults rebuilt from torchvision parts:
              fg/bg IoU 0.5/0.5, 128 RoIs per image at 0.25, box weights (10, 10, 5, 5); score 0.05, NMS 0.5,
              100 detections per image.
   transform  min_size = max_size = 128, image_mean 0, image_std 1: images are used as they come, in [0, 1].
+  arithmetic FP32 throughout, as minidet's: TF32 off for cuDNN's convolutions and for matrix products.
   training   torch.optim.AdamW(lr 3e-3, betas (0.9, 0.999), eps 1e-8, weight decay 1e-4 on every parameter),
              minidet's warm-up + cosine schedule (LambdaLR with the same factor), 750 steps of 8 images,
              random horizontal flips (p 0.5), seed 0.
