@@ -3,6 +3,7 @@
 // against torchvision's FasterRCNN built to the same sizes by the twin script bench/detector_torch.py.
 //
 //   bench_detector [--json PATH] [--cpu-reps N] [--gpu-reps N] [--skip-cpu] [--skip-gpu] [--batches 8,16]
+//                  [--timeline DIR]
 //   bench_detector --time-to-accuracy [--target 0.95] [--eval-every 50] [--steps N] [--json PATH]
 //
 // train  one step of the engine that `minidet train` runs (engine/trainer.h, Trainer::step): forward_train on
@@ -28,6 +29,10 @@
 // moments and the step's activations).
 // CPU: batch 8 at 2 OpenMP threads (as `minidet train --threads 2`), steady clock, median of --cpu-reps.
 //
+// --timeline DIR also traces one graphed training step and one inference batch per batch size from an idle
+// GPU with CUPTI's activity API (bench/step_timeline.h): it prints where the GPU waited for the host and
+// writes every CUDA call of the step, with the GPU work it queued, to DIR/timeline_{train,infer}_bN.tsv.
+//
 // --time-to-accuracy trains from scratch with the engine's loop (engine/train_loop.h) and the default schedule
 // (Schedule in engine/run_config.h: 750 steps of 8 images, AdamW 3e-3, warm-up + cosine), on the GPU when
 // there is one, and evaluates VOC mAP@0.5 on the 200 held-out images every --eval-every steps. The training
@@ -50,9 +55,10 @@
 #include <omp.h>
 #endif
 
-#include "core/allocator.h"
 #include "bench/bench_common.h"
 #include "bench/launch_counter.h"
+#include "bench/step_timeline.h"
+#include "core/allocator.h"
 #include "core/grad_mode.h"
 #include "core/transfer_counts.h"
 #include "data/eval/voc_eval.h"
@@ -207,8 +213,42 @@ void run_cpu(const data::Dataset& train, int reps) {
 #endif
 }
 
-void run_gpu(const std::string& device, const data::Dataset& train, const std::vector<int64_t>& batch_sizes,
-             int reps) {
+// The host's share of a step in its two halves, untraced (CUPTI's tracing slows every CUDA call): forward
+// (the batch's checks and upload, both stages and the losses) and backward with the update. Median of 20,
+// each from an idle GPU.
+void report_host_split(Workload& w) {
+  std::vector<double> forward_ms, backward_ms;
+  for (int r = 0; r < 20; ++r) {
+    cuda::synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    w.trainer.forward(++w.steps, w.next_batch());
+    const auto t1 = std::chrono::steady_clock::now();
+    w.trainer.backward_and_update();
+    const auto t2 = std::chrono::steady_clock::now();
+    forward_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    backward_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    if (r % 10 == 9) (void)w.trainer.read_losses();  // as the loop does every log_every steps, untimed
+  }
+  std::printf("batch %lld: the host's share untraced: forward %.3f ms, backward and update %.3f ms (medians of 20)\n",
+              static_cast<long long>(w.batch), bench::median(forward_ms), bench::median(backward_ms));
+}
+
+// Traces `fn` three times from an idle GPU, after three untraced calls (inference captures its graphs on its
+// third), and reports the middle one (by when the GPU finished).
+void report_timeline(const std::string& dir, const std::string& what, int64_t batch, const std::function<void()>& fn) {
+  for (int r = 0; r < 3; ++r) fn();
+  std::vector<bench::StepTimeline> runs;
+  for (int r = 0; r < 3; ++r) runs.push_back(bench::record_timeline(fn));
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.gpu_end() < b.gpu_end(); });
+  std::printf("batch %lld, %s, traced (GPU done at %.1f / %.1f / %.1f us in three runs; the middle one):\n",
+              static_cast<long long>(batch), what.c_str(), runs[0].gpu_end(), runs[1].gpu_end(), runs[2].gpu_end());
+  runs[1].print_summary(stdout, 5.0);
+  const std::string path = dir + "/timeline_" + what + "_b" + std::to_string(batch) + ".tsv";
+  if (!runs[1].write_rows(path)) std::printf("warning: could not write %s\n", path.c_str());
+}
+
+void run_gpu(const std::string& device, const data::Dataset& train, const std::vector<int64_t>& batch_sizes, int reps,
+             const std::string& timeline_dir) {
   std::printf("\n== GPU %s, CUDA events, median of %d runs after 10 warm-up; counts per run over %d more ==\n",
               device.c_str(), reps, kCountedSteps);
   if (!bench::LaunchCounter::available()) std::printf("(built without CUPTI: kernel launches read n/a)\n");
@@ -226,6 +266,13 @@ void run_gpu(const std::string& device, const data::Dataset& train, const std::v
     const double train_ms = bench::time_gpu_ms([&] { w.train_step(); }, reps);
     const double host_ms = bench::time_host_issue_ms([&] { w.train_step(); }, reps);
     const double stream_ms = bench::time_gpu_stream_ms([&] { w.train_step(); }, kCountedSteps, 5);
+    if (!timeline_dir.empty()) {
+      report_host_split(w);
+      report_timeline(timeline_dir, "train", batch, [&] { w.train_step(); });
+      w.trainer.model().eval();
+      report_timeline(timeline_dir, "infer", batch, [&] { w.infer(); });
+      w.trainer.model().train();
+    }
     const nn::GraphedCounts graphs = w.trainer.cuda_graphs()->counts();
     // What the replays cost the GPU alone: the floor under the graphed stages' share of a step.
     double graph_gpu_ms = 0;
@@ -381,24 +428,33 @@ int main(int argc, char** argv) {
   std::vector<int64_t> batch_sizes = {8, 16};
   bool accuracy_mode = false;
   AccuracyOptions accuracy;
+  std::string timeline_dir;
   const bench::Args args = bench::parse_args(
       argc, argv, 3,
       [&](int count, char** values, int& i) {
         const std::string arg = values[i];
         const bool has_value = i + 1 < count;
-        if (arg == "--batches" && has_value) batch_sizes = parse_batches(values[++i]);
-        else if (arg == "--time-to-accuracy") accuracy_mode = true;
-        else if (arg == "--target" && has_value) accuracy.target = std::atof(values[++i]);
-        else if (arg == "--eval-every" && has_value) accuracy.eval_every = std::max(1LL, std::atoll(values[++i]));
-        else if (arg == "--steps" && has_value) accuracy.steps = std::max(1LL, std::atoll(values[++i]));
-        else return false;
+        if (arg == "--batches" && has_value)
+          batch_sizes = parse_batches(values[++i]);
+        else if (arg == "--timeline" && has_value)
+          timeline_dir = values[++i];
+        else if (arg == "--time-to-accuracy")
+          accuracy_mode = true;
+        else if (arg == "--target" && has_value)
+          accuracy.target = std::atof(values[++i]);
+        else if (arg == "--eval-every" && has_value)
+          accuracy.eval_every = std::max(1LL, std::atoll(values[++i]));
+        else if (arg == "--steps" && has_value)
+          accuracy.steps = std::max(1LL, std::atoll(values[++i]));
+        else
+          return false;
         return true;
       },
-      "[--batches 8,16] [--time-to-accuracy [--target 0.95] [--eval-every 50] [--steps N]]");
+      "[--batches 8,16] [--timeline DIR] [--time-to-accuracy [--target 0.95] [--eval-every 50] [--steps N]]");
   if (accuracy_mode) return time_to_accuracy(args, accuracy);
   const engine::Datasets data = engine::open_datasets(engine::RunConfig{}, true);  // `minidet train`'s default data
   const data::Dataset& train = *data.train;
   return bench::run(
       args, [&] { run_cpu(train, args.cpu_reps); },
-      [&](const std::string& device) { run_gpu(device, train, batch_sizes, args.gpu_reps); });
+      [&](const std::string& device) { run_gpu(device, train, batch_sizes, args.gpu_reps, timeline_dir); });
 }

@@ -37,43 +37,65 @@ void check_target_shapes(const char* op, BoxType type, int64_t images, const std
 
 // Every box finite, x1 < x2, y1 < y2, inside its image up to `tolerance` (rotated: w > 0, h > 0, the centre
 // inside the image up to `tolerance`; a turned box may reach past the border, as an object cut by it does);
-// every label in 1..C. All values reach the host in one table (sum M, D + 1) = [boxes, label], a single copy
-// when they live on the GPU.
+// every label in 1..C. All values are read into one host table (sum M, D + 1) = [boxes, label]: in place when
+// they are on the CPU (a loader's batch), in a single copy when they live on the GPU.
+std::vector<double> target_table(const std::vector<Tensor>& boxes, const std::vector<Tensor>& labels, int64_t d) {
+  NoGradGuard no_grad;
+  const auto on_gpu = [](const Tensor& t) { return t.is_cuda(); };
+  const bool on_host =
+      std::none_of(boxes.begin(), boxes.end(), on_gpu) && std::none_of(labels.begin(), labels.end(), on_gpu);
+  if (!on_host) {
+    std::vector<Tensor> rows;
+    for (size_t n = 0; n < boxes.size(); ++n)
+      rows.push_back(
+          cat({boxes[n].detach().to(kFloat64), labels[n].to(boxes[n].device()).to(kFloat64).unsqueeze(1)}, 1));
+    return cat(rows, 0).to(Device::cpu()).to_vector<double>();
+  }
+  std::vector<double> table;
+  for (size_t n = 0; n < boxes.size(); ++n) {
+    const std::vector<double> b = boxes[n].to_vector<double>();
+    const std::vector<int64_t> l = labels[n].to_vector<int64_t>();
+    for (size_t m = 0; m < l.size(); ++m) {
+      table.insert(table.end(), b.begin() + static_cast<int64_t>(m) * d, b.begin() + static_cast<int64_t>(m + 1) * d);
+      table.push_back(static_cast<double>(l[m]));
+    }
+  }
+  return table;
+}
+
 void check_target_values(const char* op, BoxType type, const std::vector<Tensor>& boxes,
                          const std::vector<Tensor>& labels, const ImageSizes& sizes, int64_t num_classes,
                          double tolerance) {
   const int64_t d = box_dim(type);
-  NoGradGuard no_grad;
-  std::vector<Tensor> rows;
-  for (size_t n = 0; n < boxes.size(); ++n)
-    rows.push_back(cat({boxes[n].detach().to(kFloat64), labels[n].to(boxes[n].device()).to(kFloat64).unsqueeze(1)}, 1));
-  const Tensor table = cat(rows, 0);
-  if (table.size(0) == 0) return;
-  const std::vector<double> host = table.to(Device::cpu()).to_vector<double>();
+  const std::vector<double> host = target_table(boxes, labels, d);
+  if (host.empty()) return;
   size_t row = 0;
   for (size_t n = 0; n < boxes.size(); ++n) {
     const double height = static_cast<double>(sizes[n][0]), width = static_cast<double>(sizes[n][1]);
     for (int64_t m = 0; m < boxes[n].size(0); ++m, ++row) {
       const double* v = &host[(d + 1) * row];
-      std::ostringstream box;
-      box << "box " << m << " of image " << n << " (";
-      for (int64_t j = 0; j < d; ++j) box << (j ? ", " : "") << v[j];
-      box << ")";
-      MINIDET_CHECK(std::all_of(v, v + d, [](double x) { return std::isfinite(x); }), op, ": ", box.str(),
+      const auto box = [&] {  // for a message only: formatting every box would cost more than the checks
+        std::ostringstream text;
+        text << "box " << m << " of image " << n << " (";
+        for (int64_t j = 0; j < d; ++j) text << (j ? ", " : "") << v[j];
+        text << ")";
+        return text.str();
+      };
+      MINIDET_CHECK(std::all_of(v, v + d, [](double x) { return std::isfinite(x); }), op, ": ", box(),
                     " is not finite");
       if (type == BoxType::kRotated) {
-        MINIDET_CHECK(v[2] > 0 && v[3] > 0, op, ": ", box.str(), " is empty: expected w > 0 and h > 0");
-        MINIDET_CHECK(v[0] >= -tolerance && v[1] >= -tolerance && v[0] <= width + tolerance &&
-                          v[1] <= height + tolerance,
-                      op, ": ", box.str(), " has its centre outside the image of ", sizes[n][0], " x ", sizes[n][1],
-                      " (height x width) by more than box_tolerance = ", tolerance, " px");
+        MINIDET_CHECK(v[2] > 0 && v[3] > 0, op, ": ", box(), " is empty: expected w > 0 and h > 0");
+        MINIDET_CHECK(
+            v[0] >= -tolerance && v[1] >= -tolerance && v[0] <= width + tolerance && v[1] <= height + tolerance, op,
+            ": ", box(), " has its centre outside the image of ", sizes[n][0], " x ", sizes[n][1],
+            " (height x width) by more than box_tolerance = ", tolerance, " px");
       } else {
-        MINIDET_CHECK(v[0] < v[2] && v[1] < v[3], op, ": ", box.str(),
+        MINIDET_CHECK(v[0] < v[2] && v[1] < v[3], op, ": ", box(),
                       " is empty or inverted: expected x1 < x2 and y1 < y2");
-        MINIDET_CHECK(v[0] >= -tolerance && v[1] >= -tolerance && v[2] <= width + tolerance &&
-                          v[3] <= height + tolerance,
-                      op, ": ", box.str(), " lies outside the image of ", sizes[n][0], " x ", sizes[n][1],
-                      " (height x width) by more than box_tolerance = ", tolerance, " px");
+        MINIDET_CHECK(
+            v[0] >= -tolerance && v[1] >= -tolerance && v[2] <= width + tolerance && v[3] <= height + tolerance, op,
+            ": ", box(), " lies outside the image of ", sizes[n][0], " x ", sizes[n][1],
+            " (height x width) by more than box_tolerance = ", tolerance, " px");
       }
       const double label = v[d];
       MINIDET_CHECK(label >= 1 && label <= static_cast<double>(num_classes), op, ": label ", m, " of image ", n,

@@ -1,6 +1,5 @@
 #include "nn/graphs/graphed_function.h"
 
-#include <sstream>
 #include <utility>
 
 #include "autograd/anomaly.h"
@@ -77,19 +76,30 @@ bool GraphedFunction::applicable(const std::vector<Tensor>& inputs) const {
   return !GradMode::is_enabled() || !(c && c->backward_pending && !c->last_node.expired());
 }
 
-std::string GraphedFunction::signature(const std::vector<Tensor>& inputs) const {
-  std::ostringstream key;
+// Every call compares this key with the last one's, so it is plain numbers (no text): sizes, dtype, device and
+// flags of each input, the deterministic mode, and each module's mode and its tensors' addresses.
+std::vector<int64_t> GraphedFunction::signature(const std::vector<Tensor>& inputs) const {
+  std::vector<int64_t> key;
   for (const Tensor& x : inputs) {
-    for (int64_t size : x.sizes()) key << size << 'x';
-    key << x.dtype() << x.device() << x.requires_grad() << ';';
+    key.push_back(x.dim());
+    key.insert(key.end(), x.sizes().begin(), x.sizes().end());
+    key.push_back(static_cast<int64_t>(x.dtype()));
+    key.push_back(x.is_cuda() ? x.device().index : -1);
+    key.push_back(x.requires_grad());
   }
-  key << DeterministicMode::is_enabled() << '|';  // ops pick their kernels by it
+  key.push_back(DeterministicMode::is_enabled());  // ops pick their kernels by it
   for (const auto& module : modules_) {
-    key << module->is_training() << '|';
-    for (const Tensor& p : module->parameters()) key << p.raw_data() << p.requires_grad() << ',';
-    for (const Tensor& b : module->buffers()) key << b.raw_data() << ',';
+    key.push_back(module->is_training());
+    const std::vector<Tensor> parameters = module->parameters(), buffers = module->buffers();
+    key.push_back(static_cast<int64_t>(parameters.size()));
+    for (const Tensor& p : parameters) {
+      key.push_back(reinterpret_cast<intptr_t>(p.raw_data()));
+      key.push_back(p.requires_grad());
+    }
+    key.push_back(static_cast<int64_t>(buffers.size()));
+    for (const Tensor& b : buffers) key.push_back(reinterpret_cast<intptr_t>(b.raw_data()));
   }
-  return key.str();
+  return key;
 }
 
 std::vector<Tensor> GraphedFunction::parameters() const {
@@ -106,10 +116,10 @@ std::vector<Tensor> GraphedFunction::operator()(const std::vector<Tensor>& input
     return function_(inputs);
   }
   Slot& slot = slots_[GradMode::is_enabled() ? kTraining : kInference];
-  const std::string key = signature(inputs);
+  std::vector<int64_t> key = signature(inputs);
   if (key != slot.signature) {  // first call, or something a graph depends on changed: warm up again
     slot = Slot();
-    slot.signature = key;
+    slot.signature = std::move(key);
   }
   if (!slot.captured) {
     if (slot.warm_calls < warmup_calls_) {

@@ -79,13 +79,13 @@ class GraphedFunction {
   // inference (the forward graph alone). Each keeps its own graphs, so evaluations between training steps
   // replay theirs without a new capture of either.
   struct Slot {
-    std::string signature;  // of the calls being warmed up or captured
+    std::vector<int64_t> signature;  // of the calls being warmed up or captured
     int warm_calls = 0;
     std::shared_ptr<Captured> captured;
   };
   static constexpr int kTraining = 0, kInference = 1;
   bool applicable(const std::vector<Tensor>& inputs) const;
-  std::string signature(const std::vector<Tensor>& inputs) const;
+  std::vector<int64_t> signature(const std::vector<Tensor>& inputs) const;
   std::shared_ptr<Captured> capture(const std::vector<Tensor>& inputs);  // in the current grad mode
   std::vector<Tensor> replay(const std::shared_ptr<Captured>& captured, const std::vector<Tensor>& inputs);
 

@@ -216,13 +216,17 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool /
     // The kernels work on the last dim: move dim there, pick, and move it back.
     const Tensor last = (x.dim() == 0 ? x.reshape({1}) : x.transpose(d, -1)).contiguous();
     const int64_t rows = last.numel() / n;
-    Tensor values = empty({rows, k}, x.options()), indices = empty({rows, k}, TensorOptions(kInt64, x.device()));
-    ops::detail::topk_last_dim_kernel(last.view({rows, n}), k, largest, values, indices);
-    Shape last_shape = last.sizes();
-    last_shape.back() = k;
-    const int64_t back = x.dim() == 0 ? 0 : d;
-    out.values.copy_(values.view(last_shape).transpose(back, -1).reshape(out_shape));
-    out.indices.copy_(indices.view(last_shape).transpose(back, -1).reshape(out_shape));
+    if (x.dim() == 0 || d == x.dim() - 1) {  // already the last dim: the kernel writes the outputs themselves
+      ops::detail::topk_last_dim_kernel(last.view({rows, n}), k, largest, out.values.view({rows, k}),
+                                        out.indices.view({rows, k}));
+    } else {
+      Tensor values = empty({rows, k}, x.options()), indices = empty({rows, k}, TensorOptions(kInt64, x.device()));
+      ops::detail::topk_last_dim_kernel(last.view({rows, n}), k, largest, values, indices);
+      Shape last_shape = last.sizes();
+      last_shape.back() = k;
+      out.values.copy_(values.view(last_shape).transpose(d, -1).reshape(out_shape));
+      out.indices.copy_(indices.view(last_shape).transpose(d, -1).reshape(out_shape));
+    }
   }
   const RowLayout layout = ops::row_layout(x.sizes(), d);
   autograd::record("topk", {x}, {out.values}, {out.indices},

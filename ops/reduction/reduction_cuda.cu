@@ -96,6 +96,10 @@ void scatter_rows_cuda(const Tensor& grad_x, const RowLayout& layout, const Tens
 // CPU does; ops/sort/sort_cuda.cu), then keeps the first k of each.
 void topk_last_dim_cuda(const Tensor& x, int64_t k, bool largest, const Tensor& values, const Tensor& indices) {
   const int64_t n = x.size(-1), rows = x.numel() / n;
+  if (k == n) {  // every element: the sort writes the outputs themselves
+    sort_rows_cuda(x, row_layout({rows, n}, 1), /*descending=*/largest, values, indices);
+    return;
+  }
   Tensor sorted = empty({rows, n}, x.options());
   Tensor sorted_positions = empty({rows, n}, TensorOptions(kInt64, x.device()));
   sort_rows_cuda(x, row_layout({rows, n}, 1), /*descending=*/largest, sorted, sorted_positions);

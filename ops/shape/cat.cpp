@@ -1,10 +1,12 @@
-// cat copies each input into its slice of the output with Tensor::copy_; backward hands each input the
-// matching slice of the gradient (a view, no copy). stack is cat of unsqueezed views.
+// cat copies each input into its slice of the output: on the CPU with Tensor::copy_, on a GPU in one launch
+// for all contiguous pieces (cat_kernels.h says why); backward hands each input the matching slice of the
+// gradient (a view, no copy). stack is cat of unsqueezed views.
 #include "ops/shape/cat.h"
 
 #include "autograd/function.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
+#include "ops/shape/cat_kernels.h"
 #include "ops/shape/views.h"
 
 namespace minidet {
@@ -54,11 +56,23 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   Tensor out = empty(out_sizes, first.options());
   {
     NoGradGuard raw;
+    std::vector<Tensor> together;  // on a GPU: the contiguous pieces, copied in one launch
+    std::vector<int64_t> offsets;
     int64_t offset = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (tensors[i].numel() > 0) out.narrow(dim, offset, lengths[i]).copy_(tensors[i]);
+      if (tensors[i].numel() > 0) {
+        if (out.is_cuda() && tensors[i].is_contiguous()) {
+          together.push_back(tensors[i]);
+          offsets.push_back(offset);
+        } else {
+          out.narrow(dim, offset, lengths[i]).copy_(tensors[i]);
+        }
+      }
       offset += lengths[i];
     }
+#if MINIDET_WITH_CUDA
+    ops::detail::cat_cuda(out, together, offsets, dim);
+#endif
   }
 
   autograd::record("cat", tensors, {out}, {}, [dim, lengths](BackwardContext& ctx, const TensorList& g) -> TensorList {

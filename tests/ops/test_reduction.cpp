@@ -378,6 +378,11 @@ MINIDET_CUDA_TEST_CASE("cuda/topk: the topk reduction matches the CPU including 
   check_cuda_matches([](const Tensor& t) { return topk(t, 5, 1, false).indices; }, randint(-9, 9, {4, 100}), 0, 0);
   check_cuda_matches([](const Tensor& t) { return topk(t, 0, 1).values; }, x, 0, 0);
   check_cuda_matches([](const Tensor& t) { return topk(t, 3, 1).values; }, zeros({0, 5}), 0, 0);
+  // k = n along the last dim sorts straight into the outputs; along another dim it goes through a copy.
+  check_cuda_matches([](const Tensor& t) { return topk(t, 1200, 1).indices; }, ties, 0, 0);
+  check_cuda_matches([](const Tensor& t) { return topk(t, 1200, 1, false).values; }, ties, 0, 0);
+  check_cuda_matches([](const Tensor& t) { return topk(t, 3, 0).indices; }, ties, 0, 0);
+  check_cuda_matches([](const Tensor& t) { return topk(t, 100, 1, false).indices; }, randint(-9, 9, {4, 100}), 0, 0);
 }
 
 MINIDET_CUDA_TEST_CASE("cuda/topk: a NaN with the sign bit set counts as largest as on the CPU") {

@@ -5,6 +5,8 @@
 #include "autograd/gradcheck.h"
 #include "core/factories.h"
 #include "ops/elementwise/binary.h"
+#include "ops/elementwise/compare.h"
+#include "ops/elementwise/unary.h"
 #include "ops/shape/shape.h"
 #include "tests/support.h"
 
@@ -231,4 +233,33 @@ MINIDET_CUDA_TEST_CASE("cuda/shape: views cat and stack on the GPU match the CPU
   autograd::backward({cat({zg, zg}, 0)}, {zeros({0, 3}, Device::cuda())});
   CHECK(z.grad().device().is_cpu());
   CHECK(z.grad().sizes() == Shape{0, 3});
+}
+
+// cat on a GPU copies its contiguous pieces in one launch per 64 (ops/shape/cat_kernels.h) and the others one
+// by one: 150 pieces cross two launch boundaries; some are empty, some non-contiguous, of every dtype.
+MINIDET_CUDA_TEST_CASE("cuda/cat: many pieces in one launch match the CPU bit for bit, every dtype and dim") {
+  Generator g(31);
+  const Shape base = {3, 2, 4};
+  for (DType dtype : {kFloat32, kFloat64, kInt64, kBool, kUInt8}) {
+    for (int64_t dim = 0; dim < 3; ++dim) {
+      std::vector<Tensor> pieces_cpu, pieces_gpu;
+      for (int i = 0; i < 150; ++i) {
+        Shape shape = base;
+        shape[dim] = i % 5 == 0 ? 0 : 1 + i % 3;
+        Tensor values = mul(randn({shape[2], shape[1], shape[0]}, kFloat64, &g), 10.0).permute({2, 1, 0});
+        if (dtype == kBool) values = gt(values, 0.0);
+        if (dtype == kUInt8) values = abs(values);  // a negative double has no uint8 value
+        const Tensor piece = i % 7 == 3 ? values.to(dtype) : values.to(dtype).contiguous();
+        pieces_cpu.push_back(piece);
+        pieces_gpu.push_back(i % 7 == 3 ? piece.contiguous().cuda().permute({2, 1, 0}).contiguous().permute({2, 1, 0})
+                                        : piece.cuda());
+      }
+      CAPTURE(dtype);
+      CAPTURE(dim);
+      const Tensor expected = cat(pieces_cpu, dim), got = cat(pieces_gpu, dim);
+      REQUIRE(got.is_cuda());
+      REQUIRE(got.sizes() == expected.sizes());
+      CHECK(test::max_abs_diff(got.to(kFloat64), expected.to(kFloat64)) == 0.0);
+    }
+  }
 }
