@@ -15,7 +15,7 @@
 #             SAN_EXCLUDE, SAN_SHARD cases per process (RACE_SHARD for racecheck), SAN_TIMEOUT seconds each); logs in sanitizer-parts.tgz
 #   demo      examples/train_mlp on the GPU
 #   train     minidet train on the GPU (TRAIN_ARGS; TRAIN_SWEEP="args|args|..." runs variants side by side)
-#   bench     the benchmarks and their PyTorch twins
+#   bench     the benchmarks and their PyTorch twins (TIMELINE=1: also bench_detector --timeline, scripts/gpu/bench.sh)
 #   profile   ncu over about two training steps at batch 8, summed by kernel (scripts/ncu-summary.py;
 #             PROFILE_SKIP, PROFILE_COUNT launches, PROFILE_TOP rows); not in `all`
 #   tta       time to accuracy of the detector, minidet and torchvision (bench_detector and
