@@ -35,6 +35,16 @@
 
 namespace minidet::bench {
 
+// A kernel's mangled symbol as C++ reads it (the symbol itself when it does not demangle). Template
+// arguments are kept, since they tell the elementwise functors apart.
+inline std::string demangle(const std::string& symbol) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status);
+  std::string text = status == 0 && name ? name : symbol;
+  std::free(name);
+  return text;
+}
+
 #if MINIDET_BENCH_CUPTI
 
 class LaunchCounter {
@@ -78,14 +88,6 @@ class LaunchCounter {
   static bool is_driver_launch(const char* name) {
     return starts_with(name, "cuLaunchKernel") || starts_with(name, "cuLaunchCooperativeKernel") ||
            starts_with(name, "cuLaunchGrid");
-  }
-
-  static std::string demangle(const std::string& symbol) {
-    int status = 0;
-    char* name = abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status);
-    std::string text = status == 0 && name ? name : symbol;
-    std::free(name);
-    return text;
   }
 
   void count(const CUpti_CallbackData* call) {

@@ -14,8 +14,6 @@
 // host time to every CUDA call, so the span it shows is an upper bound of the untraced one.
 #pragma once
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +22,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "bench/launch_counter.h"
 
 #if MINIDET_BENCH_CUPTI
 #include <cuda_runtime.h>
@@ -139,10 +139,7 @@ inline Store& store() {
 
 inline std::string short_name(const char* symbol) {
   if (!symbol) return "(unnamed)";
-  int status = 0;
-  char* name = abi::__cxa_demangle(symbol, nullptr, nullptr, &status);
-  std::string text = status == 0 && name ? name : symbol;
-  std::free(name);
+  const std::string text = demangle(symbol);
   return text.size() > 100 ? text.substr(0, 97) + "..." : text;
 }
 

@@ -237,7 +237,8 @@ MINIDET_CUDA_TEST_CASE("cuda/shape: views cat and stack on the GPU match the CPU
 
 // cat on a GPU copies its contiguous pieces in one launch per 64 (ops/shape/cat_kernels.h) and the others one
 // by one: 150 pieces cross two launch boundaries; some are empty, some non-contiguous, of every dtype.
-MINIDET_CUDA_TEST_CASE("cuda/cat: many pieces in one launch match the CPU bit for bit, every dtype and dim") {
+MINIDET_CUDA_TEST_CASE(
+    "cuda/cat: 150 pieces, empty and non-contiguous ones among them, match the CPU bit for bit, every dtype and dim") {
   Generator g(31);
   const Shape base = {3, 2, 4};
   for (DType dtype : {kFloat32, kFloat64, kInt64, kBool, kUInt8}) {
