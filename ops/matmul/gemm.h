@@ -1,5 +1,6 @@
-// Raw matrix products for every op that needs one (matmul, bmm, linear, conv2d's im2col lowering):
-// Eigen on the CPU, cuBLAS on CUDA. Not recorded by autograd.
+// Raw matrix products for every op that needs one (matmul, bmm, linear, conv2d's im2col lowering): on the
+// CPU minidet's own packed GEMM for float32 (packed_gemm.h) and Eigen's for float64, cuBLAS on CUDA. Not
+// recorded by autograd.
 //
 //   gemm(a, b, c, alpha, beta):   c = alpha * a @ b + beta * c
 //

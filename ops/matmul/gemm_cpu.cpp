@@ -1,10 +1,15 @@
-// CPU matrix products through Eigen. Eigen maps our row-major buffers in place (no copies) and runs its
-// blocked, vectorised GEMM, OpenMP-parallel within a product or across a batch of products.
+// CPU matrix products, OpenMP-parallel within a product or across a batch of products. float32 runs
+// minidet's own packed GEMM (packed_gemm.h), which keeps a core's FMA units busier than Eigen's on the
+// detector's products; float64 (the gradient checks, the references of tests) runs Eigen's, which maps our
+// row-major buffers in place.
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <algorithm>
+#include <type_traits>
 
 #include "ops/matmul/gemm.h"
+#include "ops/matmul/packed_gemm.h"
 
 namespace minidet::ops::detail {
 namespace {
@@ -24,27 +29,45 @@ ConstMap<T> stored(const MatrixOperand& op, int64_t offset, int64_t rows, int64_
                        : ConstMap<T>(data, rows, cols, Eigen::OuterStride<>(op.ld));
 }
 
-// Eigen's kernel takes the rows of its left operand in groups of 3 SIMD vectors (48 floats with AVX-512, 24
+// Eigen's kernel takes the rows of its left operand in groups of 3 SIMD vectors (48 doubles with AVX-512, 24
 // with AVX2, 12 with SSE) and sums a smaller remainder with other accumulators, so other bits. Panels that
-// start at multiples of 48 cut no group and leave the remainder where the whole product has it.
-constexpr int64_t kPanelAlign = 48;
+// start at multiples of 48 cut no group and leave the remainder where the whole product has it. The packed
+// float GEMM gives the same bits however C is cut; its panels start at whole register tiles, so that no cut
+// makes a partial one.
+int64_t panel_align(bool float32, bool by_rows) {
+  if (!float32) return 48;
+  return by_rows ? packed_gemm_tile_rows() : packed_gemm_tile_cols();
+}
 
 // The result rows [r0, r1) and columns [c0, c1) of product i: out = alpha * A B + beta * out.
 template <typename T>
 void gemm_block(int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t k, const MatrixOperand& a,
                 int64_t a_bs, const MatrixOperand& b, int64_t b_bs, T* c, int64_t ldc, int64_t c_bs, double alpha,
                 double beta) {
-  MutMap<T> out(c + i * c_bs + r0 * ldc + c0, r1 - r0, c1 - c0, Eigen::OuterStride<>(ldc));
   // Row r of A starts at r*ld (stored as is) or at column r (stored transposed); column j of B likewise.
-  const ConstMap<T> A = stored<T>(a, i * a_bs + (a.transposed ? r0 : r0 * a.ld), r1 - r0, k);
-  const ConstMap<T> B = stored<T>(b, i * b_bs + (b.transposed ? c0 * b.ld : c0), k, c1 - c0);
-  if (beta == 0.0) out.setZero();  // so that NaN garbage in c never leaks through 0 * NaN
-  else if (beta != 1.0) out *= static_cast<T>(beta);
-  const T s = static_cast<T>(alpha);
-  if (!a.transposed && !b.transposed) out.noalias() += s * (A * B);
-  else if (a.transposed && !b.transposed) out.noalias() += s * (A.transpose() * B);
-  else if (!a.transposed && b.transposed) out.noalias() += s * (A * B.transpose());
-  else out.noalias() += s * (A.transpose() * B.transpose());
+  const int64_t a_at = i * a_bs + (a.transposed ? r0 : r0 * a.ld), b_at = i * b_bs + (b.transposed ? c0 * b.ld : c0);
+  if constexpr (std::is_same_v<T, float>) {
+    packed_gemm(r1 - r0, c1 - c0, k, {static_cast<const float*>(a.data) + a_at, a.ld, a.transposed},
+                {static_cast<const float*>(b.data) + b_at, b.ld, b.transposed}, c + i * c_bs + r0 * ldc + c0, ldc,
+                static_cast<float>(alpha), static_cast<float>(beta));
+  } else {
+    MutMap<T> out(c + i * c_bs + r0 * ldc + c0, r1 - r0, c1 - c0, Eigen::OuterStride<>(ldc));
+    const ConstMap<T> A = stored<T>(a, a_at, r1 - r0, k);
+    const ConstMap<T> B = stored<T>(b, b_at, k, c1 - c0);
+    if (beta == 0.0)
+      out.setZero();  // so that NaN garbage in c never leaks through 0 * NaN
+    else if (beta != 1.0)
+      out *= static_cast<T>(beta);
+    const T s = static_cast<T>(alpha);
+    if (!a.transposed && !b.transposed)
+      out.noalias() += s * (A * B);
+    else if (a.transposed && !b.transposed)
+      out.noalias() += s * (A.transpose() * B);
+    else if (!a.transposed && b.transposed)
+      out.noalias() += s * (A * B.transpose());
+    else
+      out.noalias() += s * (A.transpose() * B.transpose());
+  }
 }
 
 // The threads share the work in tasks that never wait for each other: whole products when the batch shares
@@ -54,7 +77,7 @@ void gemm_block(int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64
 // convolutions those waits took more time than the arithmetic, and it sums over k in other blocks than
 // the serial GEMM does, so the bits changed with the number of threads. Serial Eigen cuts k into blocks by
 // the length of k alone, so a panel's elements get the bits of the whole product: the same on any number
-// of threads.
+// of threads. So does the packed float GEMM, which cuts k into fixed blocks.
 template <typename T>
 void gemm_typed(int64_t batch, int64_t m, int64_t n, int64_t k, const MatrixOperand& a, int64_t a_bs,
                 const MatrixOperand& b, int64_t b_bs, const Tensor& c, double alpha, double beta) {
@@ -65,10 +88,11 @@ void gemm_typed(int64_t batch, int64_t m, int64_t n, int64_t k, const MatrixOper
   const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const bool by_rows = m > n;
   const int64_t side = by_rows ? m : n;
-  // Panels only for products worth sharing, each a multiple of kPanelAlign wide.
+  // Panels only for products worth sharing, each a multiple of the alignment wide.
+  const int64_t align = panel_align(std::is_same_v<T, float>, by_rows);
   const bool whole_products = batch % threads == 0 || batch >= 4 * threads || m * n * k < (int64_t(1) << 18);
-  const int64_t panels = whole_products ? 1 : std::clamp<int64_t>(side / kPanelAlign, 1, threads);
-  const int64_t width = ((side + panels - 1) / panels + kPanelAlign - 1) / kPanelAlign * kPanelAlign;
+  const int64_t panels = whole_products ? 1 : std::clamp<int64_t>(side / align, 1, threads);
+  const int64_t width = ((side + panels - 1) / panels + align - 1) / align * align;
   const int64_t tasks = batch * panels;
 #pragma omp parallel for schedule(dynamic, 1) if (threads > 1 && tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) {

@@ -1,11 +1,13 @@
 // Matrix products: mm, bmm, matmul (vectors, batches, broadcasting) and linear.
 #include <omp.h>
 
+#include <cmath>
 #include <functional>
 
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "core/factories.h"
+#include "ops/matmul/gemm.h"
 #include "ops/matmul/linear.h"
 #include "ops/matmul/matmul.h"
 #include "ops/shape/views.h"
@@ -166,6 +168,69 @@ TEST_CASE("values/matmul: batched products give the same bits on 1 to 4 threads"
     }
   }
   omp_set_num_threads(threads_before);
+}
+
+// A float32 (m, k) or, transposed, (k, m) operand as gemm sees it: a .t() view of stored data when transposed.
+Tensor operand(int64_t rows, int64_t cols, bool transposed, Generator* g) {
+  return transposed ? randn({cols, rows}, kFloat32, g).t() : randn({rows, cols}, kFloat32, g);
+}
+
+TEST_CASE("values/matmul: float products agree with float64 on every transpose, edge tile and block of k") {
+  // The CPU's float GEMM works in register tiles and blocks of k (ops/matmul/packed_gemm.h). Sizes below,
+  // at and past a tile, a block of rows (96), a block of k (256) and a block of columns (4096) must all give
+  // alpha A B + beta C within float rounding of the float64 product; beta = 0 must not read C (NaN there).
+  struct Case {
+    int64_t m, n, k;
+  };
+  const std::vector<Case> cases = {{1, 1, 1},    {5, 7, 3},     {6, 16, 256}, {12, 32, 257}, {13, 33, 700},
+                                   {97, 50, 40}, {200, 3, 513}, {3, 4100, 9}, {40, 17, 1}};
+  for (const Case& c : cases) {
+    for (bool a_t : {false, true}) {
+      for (bool b_t : {false, true}) {
+        for (const auto& [alpha, beta] : {std::pair<double, double>{1.0, 0.0}, {-2.0, 0.0}, {-0.5, 1.0}, {2.0, 0.25}}) {
+          CAPTURE(c.m);
+          CAPTURE(c.n);
+          CAPTURE(c.k);
+          CAPTURE(a_t);
+          CAPTURE(b_t);
+          CAPTURE(beta);
+          Generator g(static_cast<uint64_t>(c.m * 7919 + c.n * 31 + c.k));
+          const Tensor a = operand(c.m, c.k, a_t, &g), b = operand(c.k, c.n, b_t, &g);
+          const Tensor c0 = randn({c.m, c.n}, kFloat32, &g);
+          Tensor out = beta == 0.0 ? full({c.m, c.n}, std::nan(""), kFloat32) : c0.clone();
+          ops::gemm(a, b, out, alpha, beta);
+          Tensor want = c0.to(kFloat64);
+          ops::gemm(a.to(kFloat64), b.to(kFloat64), want, alpha, beta);
+          // Each float product rounds at 2^-24 relative, and a sum of k of them drifts by about sqrt(k) of that.
+          CHECK(test::allclose(out, want, 1e-5, 1e-5 * std::sqrt(static_cast<double>(c.k))));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("values/matmul: float products give the same bits for any cut of the rows and columns") {
+  // Threads share a product by cutting C into panels, and a panel's edge falls elsewhere in the register tiles
+  // than the whole product's: every element must still take the same arithmetic.
+  for (bool a_t : {false, true}) {
+    for (bool b_t : {false, true}) {
+      CAPTURE(a_t);
+      CAPTURE(b_t);
+      Generator g(a_t * 2 + b_t);
+      const int64_t m = 37, n = 45, k = 600;
+      const Tensor a = operand(m, k, a_t, &g), b = operand(k, n, b_t, &g);
+      Tensor whole = empty({m, n});
+      ops::gemm(a, b, whole);
+      for (const auto& [lo, hi] : {std::pair<int64_t, int64_t>{5, 30}, {1, 2}, {11, 37}}) {
+        CAPTURE(lo);
+        Tensor rows = empty({hi - lo, n}), cols = empty({m, hi - lo});
+        ops::gemm(slice(a, 0, lo, hi), b, rows);
+        ops::gemm(a, slice(b, 1, lo, hi), cols);
+        CHECK(rows.to_vector<float>() == slice(whole, 0, lo, hi).contiguous().to_vector<float>());
+        CHECK(cols.to_vector<float>() == slice(whole, 1, lo, hi).contiguous().to_vector<float>());
+      }
+    }
+  }
 }
 
 TEST_CASE("values/matmul: gradients by hand and empty shapes") {

@@ -1,0 +1,54 @@
+// minidet's own float32 GEMM for the CPU, in the layered loops of Goto's algorithm:
+//
+//   C = alpha * op(A) op(B) + beta * C,   op(A) (m, k), op(B) (k, n), C (m, n) row-major,
+//   op(X) = X or X^T as stored.
+//
+// A core's peak is its fused multiply-adds per cycle, but one FMA needs two operands from memory, and
+// memory feeds far fewer than that. So C is computed in register tiles of kMr x kNr elements (the micro-
+// kernel): for each step p of the sum over k it loads kNr values of B's row p as vectors, broadcasts kMr
+// values of A's column p, and does kMr * kNr / width FMAs into accumulators that stay in registers all
+// along k. Around it, three loops cut the operands so that what the micro-kernel reads comes from a close
+// cache:
+//
+//   for each block of kNc columns of C                   (B's kc x nc block lives in L3)
+//     for each block of kKc steps of k: pack B's block   (kKc x kNc, into panels kNr wide)
+//       for each block of kMc rows: pack A's block       (kMc x kKc, into panels kMr tall; lives in L2)
+//         for each kNr-wide panel of B                   (kKc x kNr, lives in L1)
+//           for each kMr-tall panel of A: micro-kernel   (a kMr x kNr tile of C)
+//
+// Packing copies each block once into the exact order the micro-kernel reads it, so every load is
+// contiguous whatever the operands' strides or transposes, and a tile at the edge of C reads zeros past it.
+//
+// The bits. Every element of C is the same computation wherever its tile falls: a sum over each block of
+// kKc steps of k in order (one FMA per step, from zero), and these block sums added to C in order of k. So
+// the result does not depend on the number of threads or on how callers cut C among them, nor on the vector
+// width: an AVX2 and an AVX-512 host give the same bits (where both contract a * b + c into an FMA).
+//
+// Sources: K. Goto and R. van de Geijn, "Anatomy of High-Performance Matrix Multiplication", ACM TOMS 34(3),
+// 2008; F. Van Zee and R. van de Geijn, "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM
+// TOMS 41(3), 2015 (the five loops and the micro-kernel around which they are built).
+#pragma once
+
+#include <cstdint>
+
+namespace minidet::ops::detail {
+
+// One operand as stored: element (r, c) of op(X) is data[r * ld + c], or data[c * ld + r] when transposed.
+struct PackedGemmOperand {
+  const float* data;
+  int64_t ld;
+  bool transposed;
+};
+
+// C (m x n, row stride ldc) = alpha * op(A) op(B) + beta * C. beta == 0 never reads C (garbage or NaN in it
+// does not leak through 0 * NaN). k == 0 gives beta * C. Serial: callers share the work among threads by
+// cutting C into blocks.
+void packed_gemm(int64_t m, int64_t n, int64_t k, const PackedGemmOperand& a, const PackedGemmOperand& b, float* c,
+                 int64_t ldc, float alpha, float beta);
+
+// The register tile's height and width (rows of A broadcast, columns of B as vectors) on this build's CPU:
+// callers that cut C among threads cut at multiples of them, so that no cut makes a partial tile.
+int64_t packed_gemm_tile_rows();
+int64_t packed_gemm_tile_cols();
+
+}  // namespace minidet::ops::detail
