@@ -6,6 +6,7 @@
 #include "autograd/function.h"
 #include "core/factories.h"
 #include "ops/common/checks.h"
+#include "ops/common/device_switch.h"
 #include "ops/shape/cat_kernels.h"
 #include "ops/shape/views.h"
 
@@ -56,23 +57,18 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   Tensor out = empty(out_sizes, first.options());
   {
     NoGradGuard raw;
-    std::vector<Tensor> together;  // on a GPU: the contiguous pieces, copied in one launch
+    std::vector<Tensor> pieces;  // the non-empty inputs, and where each starts along dim
     std::vector<int64_t> offsets;
     int64_t offset = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (tensors[i].numel() > 0) {
-        if (out.is_cuda() && tensors[i].is_contiguous()) {
-          together.push_back(tensors[i]);
-          offsets.push_back(offset);
-        } else {
-          out.narrow(dim, offset, lengths[i]).copy_(tensors[i]);
-        }
+        pieces.push_back(tensors[i]);
+        offsets.push_back(offset);
       }
       offset += lengths[i];
     }
-#if MINIDET_WITH_CUDA
-    ops::detail::cat_cuda(out, together, offsets, dim);
-#endif
+    MINIDET_DEVICE_SWITCH(out, ops::detail::cat_cpu(out, pieces, offsets, dim),
+                          ops::detail::cat_cuda(out, pieces, offsets, dim));
   }
 
   autograd::record("cat", tensors, {out}, {}, [dim, lengths](BackwardContext& ctx, const TensorList& g) -> TensorList {

@@ -60,9 +60,20 @@ void launch(const Tensor& out, const std::vector<Tensor>& pieces, const std::vec
 
 }  // namespace
 
-void cat_cuda(const Tensor& out, const std::vector<Tensor>& pieces, const std::vector<int64_t>& offsets, int64_t dim) {
-  if (pieces.empty()) return;
+void cat_cuda(const Tensor& out, const std::vector<Tensor>& all_pieces, const std::vector<int64_t>& all_offsets,
+              int64_t dim) {
   cuda::DeviceGuard guard(out.device());
+  std::vector<Tensor> pieces;  // the contiguous ones, for the kernel; the others through copy_
+  std::vector<int64_t> offsets;
+  for (size_t i = 0; i < all_pieces.size(); ++i) {
+    if (all_pieces[i].is_contiguous()) {
+      pieces.push_back(all_pieces[i]);
+      offsets.push_back(all_offsets[i]);
+    } else {
+      out.narrow(dim, all_offsets[i], all_pieces[i].size(dim)).copy_(all_pieces[i]);
+    }
+  }
+  if (pieces.empty()) return;
   // Only the bytes move, so a word of the element's size serves every dtype.
   switch (element_size(out.dtype())) {
     case 1:
