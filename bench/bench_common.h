@@ -123,6 +123,13 @@ inline void emit(const std::string& bench, const std::string& device, const std:
   if (json_file().is_open()) json_file() << s << "\n";
 }
 
+// emit's `extra` for a rate of floating-point work.
+inline std::string gflops_field(double gflops) {
+  char s[48];
+  std::snprintf(s, sizeof s, "\"gflops\":%.2f", gflops);
+  return s;
+}
+
 #if MINIDET_WITH_CUDA
 // "cuda:<GPU name>", the device string both this program and the twin script write.
 inline std::string gpu_device_name() {

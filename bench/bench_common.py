@@ -10,12 +10,24 @@ table compares them.
 import argparse
 import json
 import sys
+import time
 
 
 def median(values):
     values = sorted(values)
     mid = len(values) // 2
     return values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
+
+
+def time_cpu_ms(fn, reps=3):
+    """fn on the CPU: one warm-up run, then the median of `reps` runs, time.perf_counter around each, ms."""
+    fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return median(times)
 
 
 def time_stream_ms(torch, fn, calls, reps, warmup=10):

@@ -2,15 +2,16 @@
 //
 //   bench_conv2d [--json PATH] [--cpu-reps N] [--gpu-reps N] [--skip-cpu] [--skip-gpu]
 //
-// CPU: std::chrono::steady_clock, median of a few repetitions, GFLOP/s next to Eigen's own GEMM GFLOP/s
-//      (1024^3 and the per-image im2col GEMM shapes) on the same machine: the ceiling the lowering can reach.
+// CPU: std::chrono::steady_clock, median of a few repetitions, GFLOP/s next to the CPU GEMM's own GFLOP/s
+//      (ops::gemm at 1024^3 and the per-image im2col GEMM shapes) on the same machine: the ceiling the
+//      lowering can reach.
 // GPU: CUDA events around each repetition after a warm-up, median of >= 50. minidet runs FP32 through
 //      cuBLAS without TF32; bench/conv2d_torch.py times PyTorch (cuDNN) on the same shapes and, given this
 //      program's JSON file, prints the ratio.
 // GFLOP/s counts 2 * N * C_out * H_out * W_out * (C_in / groups) * kh * kw per forward, and 3x that for
 // forward+backward (dX and dW are each one more GEMM of the same size).
 // Output: a table, and one JSON line per measurement (stdout, and PATH when given). Never asserted.
-#include <Eigen/Core>
+#include <omp.h>
 
 #include <array>
 #include <cstdio>
@@ -21,9 +22,11 @@
 #include "core/factories.h"
 #include "ops/conv2d/conv2d.h"
 #include "ops/elementwise/binary.h"
+#include "ops/matmul/gemm.h"
 
 using namespace minidet;
 using bench::emit;
+using bench::gflops_field;
 using bench::time_cpu_ms;
 
 namespace {
@@ -47,12 +50,6 @@ const std::vector<BenchShape> kShapes = {
     {8, 64, 32, 32, 128, 3, 2, 1},
     {8, 128, 16, 16, 128, 3, 1, 1},
 };
-
-std::string gflops_field(double gflops) {
-  char s[48];
-  std::snprintf(s, sizeof s, "\"gflops\":%.2f", gflops);
-  return s;
-}
 
 // One conv2d forward, or forward+backward through the autograd graph, on tensors already on `device`.
 struct ConvRun {
@@ -79,13 +76,14 @@ struct ConvRun {
   }
 };
 
-double eigen_gemm_ms(int64_t m, int64_t k, int64_t n, int reps) {
-  Eigen::MatrixXf a = Eigen::MatrixXf::Random(m, k), bm = Eigen::MatrixXf::Random(k, n), c(m, n);
-  return time_cpu_ms([&] { c.noalias() = a * bm; }, reps);
+double cpu_gemm_ms(int64_t m, int64_t k, int64_t n, int reps) {
+  Generator g(1);
+  const Tensor a = randn({m, k}, kFloat32, &g), b = randn({k, n}, kFloat32, &g), c = empty({m, n});
+  return time_cpu_ms([&] { ops::gemm(a, b, c); }, reps);
 }
 
 void run_cpu(int reps) {
-  std::printf("\n== CPU (%d threads available to Eigen/OpenMP), median of %d runs ==\n", Eigen::nbThreads(), reps);
+  std::printf("\n== CPU (%d OpenMP threads), median of %d runs ==\n", omp_get_max_threads(), reps);
   std::printf("%-34s %-8s %10s %10s\n", "shape", "pass", "median_ms", "GFLOP/s");
   for (const BenchShape& s : kShapes) {
     ConvRun run(s, Device::cpu());
@@ -97,17 +95,17 @@ void run_cpu(int reps) {
       emit("conv2d", "cpu", s.label(), name, ms, gflops_field(gflops));
     }
   }
-  std::printf("\nEigen GEMM ceiling (float32, C = A B), median of %d runs:\n", reps);
+  std::printf("\nThe CPU GEMM's ceiling (ops::gemm, float32, C = A B), median of %d runs:\n", reps);
   std::printf("%-34s %10s %10s\n", "m x k x n", "median_ms", "GFLOP/s");
   std::vector<std::array<int64_t, 3>> gemms = {{1024, 1024, 1024}};
   for (const BenchShape& s : kShapes) gemms.push_back({s.c_out, s.c_in * s.kernel * s.kernel, s.out_h() * s.out_w()});
   for (const auto& g : gemms) {
-    const double ms = eigen_gemm_ms(g[0], g[1], g[2], g[0] == 1024 ? 3 : 4 * reps);
+    const double ms = cpu_gemm_ms(g[0], g[1], g[2], g[0] == 1024 ? 3 : 4 * reps);
     const double gflops = 2.0 * g[0] * g[1] * g[2] / (ms * 1e6);
     char label[64];
     std::snprintf(label, sizeof label, "%lldx%lldx%lld", (long long)g[0], (long long)g[1], (long long)g[2]);
     std::printf("%-34s %10.3f %10.2f\n", label, ms, gflops);
-    emit("eigen_gemm", "cpu", label, "gemm", ms, gflops_field(gflops));
+    emit("cpu_gemm", "cpu", label, "gemm", ms, gflops_field(gflops));
   }
 }
 

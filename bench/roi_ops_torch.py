@@ -13,10 +13,9 @@ without them. The common parts are in bench_common.py.
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import main, median, print_rows, time_median_ms  # noqa: E402
+from bench_common import main, print_rows, time_cpu_ms, time_median_ms  # noqa: E402
 
 # (n, c, h, w, rois, scale, pooled, sampling, grouped), as kWorkloads in bench_roi_ops.cpp; grouped: RoI k
 # on image k * n // rois (each image's RoIs together, as a detector's sampler emits them), else k % n.
@@ -64,16 +63,6 @@ OPS = [
      lambda ops, x, rois, wl: ops.roi_pool(x, rois, wl[6], spatial_scale=wl[5])),
     # roi_align_rotated: torchvision has none (and mmcv is not installed): bench_roi_ops times minidet alone.
 ]
-
-
-def time_cpu_ms(fn, reps=3):
-    fn()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return median(times)
 
 
 def run_torch(torch, reps, args):

@@ -1,6 +1,6 @@
 // The packed float GEMM of packed_gemm.h. ops/CMakeLists.txt compiles this file for the build machine's CPU
 // and lets the compiler contract a * b + c into one FMA, so the micro-kernel below becomes the vector FMAs
-// of whatever the CPU has: AVX-512, AVX2 or SSE.
+// of whatever the CPU has: AVX2 with FMA, or SSE.
 #include "ops/matmul/packed_gemm.h"
 
 #include <algorithm>
@@ -12,24 +12,20 @@ namespace {
 
 // The register tile: kMr rows of A times kVecs vectors of B's row. Its accumulators, the kVecs vectors of B
 // and the broadcast value of A must all fit in the vector registers, or the compiler spills them to memory
-// inside the innermost loop.
-#if defined(__AVX512F__)
-constexpr int kWidth = 16;  // floats per vector; 32 registers: 12 x 2 accumulators + 2 + 1
-constexpr int kMr = 12;
-#elif defined(__AVX__)
-constexpr int kWidth = 8;  // 16 registers: 6 x 2 accumulators + 2 + 1
-constexpr int kMr = 6;
+// inside the innermost loop. (No AVX-512 tile: gemm_cpu.cpp leaves such CPUs to Eigen, packed_gemm.h says why.)
+#if defined(__AVX__)
+constexpr int kWidth = 8;  // floats per vector; 16 registers: 6 x 2 accumulators + 2 + 1
 #else
-constexpr int kWidth = 4;  // SSE2's 16 registers (and more on other CPUs)
-constexpr int kMr = 6;
+constexpr int kWidth = 4;  // SSE2's 16 registers (and NEON's 32)
 #endif
+constexpr int kMr = 6;
 constexpr int kVecs = 2;
 constexpr int kNr = kVecs * kWidth;
 
 // The cache blocks (packed_gemm.h's loops). kKc x kNr floats of B (16 KiB with AVX2) stay in L1 while the
 // micro-kernel runs down a kMc x kKc block of A (96 KiB) from L2; kKc x kNc of B (4 MiB) is read from L3.
 constexpr int64_t kKc = 256;
-constexpr int64_t kMc = 96;  // a multiple of every kMr above
+constexpr int64_t kMc = 96;  // a multiple of kMr
 constexpr int64_t kNc = 4096;
 static_assert(kMc % kMr == 0 && kNc % kNr == 0, "cache blocks hold whole register tiles");
 
@@ -138,6 +134,14 @@ float* buffer(std::vector<float>& v, size_t size) {
 
 int64_t packed_gemm_tile_rows() { return kMr; }
 int64_t packed_gemm_tile_cols() { return kNr; }
+
+bool packed_gemm_serves_float32() {
+#if defined(__AVX512F__)
+  return false;
+#else
+  return true;
+#endif
+}
 
 void packed_gemm(int64_t m, int64_t n, int64_t k, const PackedGemmOperand& a, const PackedGemmOperand& b, float* c,
                  int64_t ldc, float alpha, float beta) {

@@ -21,8 +21,12 @@
 //
 // The bits. Every element of C is the same computation wherever its tile falls: a sum over each block of
 // kKc steps of k in order (one FMA per step, from zero), and these block sums added to C in order of k. So
-// the result does not depend on the number of threads or on how callers cut C among them, nor on the vector
-// width: an AVX2 and an AVX-512 host give the same bits (where both contract a * b + c into an FMA).
+// the result does not depend on the number of threads or on how callers cut C among them.
+//
+// Where it serves. gemm_cpu.cpp runs float32 products here on CPUs without AVX-512. On a 2-core AMD EPYC
+// with AVX2 (docs/detector.md, bench/bench_gemm.cpp) it ran the detector's products about 1.2 times as fast
+// as Eigen's GEMM; on a Xeon with AVX-512, Eigen's kernel, built for those 32 wide registers, was faster
+// than this one, so there Eigen serves float32 too.
 //
 // Sources: K. Goto and R. van de Geijn, "Anatomy of High-Performance Matrix Multiplication", ACM TOMS 34(3),
 // 2008; F. Van Zee and R. van de Geijn, "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM
@@ -50,5 +54,8 @@ void packed_gemm(int64_t m, int64_t n, int64_t k, const PackedGemmOperand& a, co
 // callers that cut C among threads cut at multiples of them, so that no cut makes a partial tile.
 int64_t packed_gemm_tile_rows();
 int64_t packed_gemm_tile_cols();
+
+// Whether gemm_cpu runs float32 products through packed_gemm on this build's CPU (see "Where it serves").
+bool packed_gemm_serves_float32();
 
 }  // namespace minidet::ops::detail
