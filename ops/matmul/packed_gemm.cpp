@@ -53,8 +53,12 @@ void pack_a(const PackedGemmOperand& a, int64_t i0, int64_t mc, int64_t p0, int6
       }
     } else {  // a row's steps are contiguous: read along them
       for (int64_t r = 0; r < kMr; ++r) {
+        if (r >= rows) {
+          for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = 0.0f;
+          continue;
+        }
         const float* src = a.data + (i0 + q + r) * a.ld + p0;
-        for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = r < rows ? src[p] : 0.0f;
+        for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = src[p];
       }
     }
   }
@@ -78,8 +82,12 @@ void pack_b(const PackedGemmOperand& b, int64_t p0, int64_t kc, int64_t j0, int6
   for (int64_t q = 0; q < nc; q += kNr, out += kNr * kc) {  // a column's steps are contiguous: read along them
     const int64_t cols = std::min<int64_t>(kNr, nc - q);
     for (int64_t c = 0; c < kNr; ++c) {
+      if (c >= cols) {
+        for (int64_t p = 0; p < kc; ++p) out[p * kNr + c] = 0.0f;
+        continue;
+      }
       const float* src = b.data + (j0 + q + c) * b.ld + p0;
-      for (int64_t p = 0; p < kc; ++p) out[p * kNr + c] = c < cols ? src[p] : 0.0f;
+      for (int64_t p = 0; p < kc; ++p) out[p * kNr + c] = src[p];
     }
   }
 }
