@@ -23,10 +23,10 @@
 // kKc steps of k in order (one FMA per step, from zero), and these block sums added to C in order of k. So
 // the result does not depend on the number of threads or on how callers cut C among them.
 //
-// Where it serves. gemm_cpu.cpp runs float32 products here on CPUs without AVX-512. On a 2-core AMD EPYC
-// with AVX2 (docs/detector.md, bench/bench_gemm.cpp) it ran the detector's products about 1.2 times as fast
-// as Eigen's GEMM; on a Xeon with AVX-512, Eigen's kernel, built for those 32 wide registers, was faster
-// than this one, so there Eigen serves float32 too.
+// Where it serves. gemm_cpu.cpp runs float32 products here on CPUs without AVX-512: on an AMD EPYC with AVX2
+// it ran most of the detector's products faster than Eigen's GEMM. On a Xeon with AVX-512, Eigen's kernel,
+// built for those 32 wide registers, was faster than a tile of this design, so there Eigen serves float32
+// too (bench/bench_gemm.cpp measures both; docs/benchmarks.md has the numbers).
 //
 // Sources: K. Goto and R. van de Geijn, "Anatomy of High-Performance Matrix Multiplication", ACM TOMS 34(3),
 // 2008; F. Van Zee and R. van de Geijn, "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM
