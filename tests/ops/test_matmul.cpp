@@ -143,7 +143,7 @@ TEST_CASE("values/matmul: hand-computed products") {
 TEST_CASE("values/matmul: batched products give the same bits on 1 to 4 threads") {
   // Threads take whole products when the batch shares out evenly, else a panel of rows or columns of each:
   // both must give the bits of one thread, so that results do not depend on the machine's core count.
-  // K = 700 is long enough for Eigen to cut the sum over k into blocks.
+  // K = 700 is long enough for both CPU GEMMs (Eigen's, the packed one) to cut the sum over k into blocks.
   const int threads_before = omp_get_max_threads();
   for (int64_t batch : {1, 2, 3, 8}) {
     for (bool a_t : {false, true}) {
