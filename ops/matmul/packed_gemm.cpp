@@ -41,55 +41,45 @@ inline Vec load(const float* p) {
 }
 inline void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 
-// op(A)'s rows [i0, i0 + mc) and steps [p0, p0 + kc), in panels of kMr rows: panel q's step p holds its kMr
-// values at out[q * kMr * kc + p * kMr]. Rows past mc are zeros, so an edge tile computes zeros there.
-void pack_a(const PackedGemmOperand& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
-  for (int64_t q = 0; q < mc; q += kMr, out += kMr * kc) {
-    const int64_t rows = std::min<int64_t>(kMr, mc - q);
-    if (a.transposed) {  // the panel's kMr values of one step are contiguous
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = a.data + (p0 + p) * a.ld + i0 + q;
-        for (int64_t r = 0; r < kMr; ++r) out[p * kMr + r] = r < rows ? src[r] : 0.0f;
-      }
-    } else {  // a row's steps are contiguous: read along them
-      for (int64_t r = 0; r < kMr; ++r) {
-        if (r >= rows) {
-          for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = 0.0f;
+// A block of an operand, in panels of `tile` lines for the micro-kernel. A line runs along k: a row of A or a
+// column of B. Lines [l0, l0 + count) and steps [p0, p0 + kc) go to panels of `tile` lines each: the panel
+// that starts at line q holds step p's `tile` values at out[q * kc + p * tile]. Lines past count are zeros,
+// so an edge tile computes zeros there. `along_k`: a line's steps are contiguous (data[line * ld + step]);
+// else a step's lines are (data[step * ld + line]). Either way the loops read memory in order.
+template <int64_t tile>
+void pack(const float* data, int64_t ld, bool along_k, int64_t l0, int64_t count, int64_t p0, int64_t kc, float* out) {
+  if (along_k) {
+    for (int64_t q = 0; q < count; q += tile) {
+      for (int64_t l = 0; l < tile; ++l) {
+        float* dst = out + q * kc + l;
+        if (q + l >= count) {
+          for (int64_t p = 0; p < kc; ++p) dst[p * tile] = 0.0f;
           continue;
         }
-        const float* src = a.data + (i0 + q + r) * a.ld + p0;
-        for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = src[p];
-      }
-    }
-  }
-}
-
-// op(B)'s steps [p0, p0 + kc) and columns [j0, j0 + nc), in panels of kNr columns: panel q's step p holds its
-// kNr values at out[q * kNr * kc + p * kNr]. Columns past nc are zeros.
-void pack_b(const PackedGemmOperand& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
-  if (!b.transposed) {  // a step's values are contiguous: read along the whole row of the block
-    for (int64_t p = 0; p < kc; ++p) {
-      const float* src = b.data + (p0 + p) * b.ld + j0;
-      for (int64_t q = 0; q < nc; q += kNr) {
-        const int64_t cols = std::min<int64_t>(kNr, nc - q);
-        float* dst = out + q * kc + p * kNr;
-        std::memcpy(dst, src + q, cols * sizeof(float));
-        std::fill(dst + cols, dst + kNr, 0.0f);
+        const float* src = data + (l0 + q + l) * ld + p0;
+        for (int64_t p = 0; p < kc; ++p) dst[p * tile] = src[p];
       }
     }
     return;
   }
-  for (int64_t q = 0; q < nc; q += kNr, out += kNr * kc) {  // a column's steps are contiguous: read along them
-    const int64_t cols = std::min<int64_t>(kNr, nc - q);
-    for (int64_t c = 0; c < kNr; ++c) {
-      if (c >= cols) {
-        for (int64_t p = 0; p < kc; ++p) out[p * kNr + c] = 0.0f;
-        continue;
-      }
-      const float* src = b.data + (j0 + q + c) * b.ld + p0;
-      for (int64_t p = 0; p < kc; ++p) out[p * kNr + c] = src[p];
+  for (int64_t p = 0; p < kc; ++p) {  // the whole step across every panel
+    const float* src = data + (p0 + p) * ld + l0;
+    for (int64_t q = 0; q < count; q += tile) {
+      const int64_t lines = std::min<int64_t>(tile, count - q);
+      float* dst = out + q * kc + p * tile;
+      std::memcpy(dst, src + q, lines * sizeof(float));
+      std::fill(dst + lines, dst + tile, 0.0f);
     }
   }
+}
+
+// op(A)'s rows [i0, i0 + mc) and op(B)'s columns [j0, j0 + nc), over steps [p0, p0 + kc). A row of A is
+// contiguous along k when A is stored as is, a column of B when B is stored transposed.
+void pack_a(const PackedGemmOperand& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+  pack<kMr>(a.data, a.ld, !a.transposed, i0, mc, p0, kc, out);
+}
+void pack_b(const PackedGemmOperand& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
+  pack<kNr>(b.data, b.ld, b.transposed, j0, nc, p0, kc, out);
 }
 
 // What one block of steps adds to an element of C: the first block sets it (alpha * sum + beta * C, without
