@@ -1,7 +1,6 @@
 // CPU matrix products, OpenMP-parallel within a product or across a batch of products. float32 runs
-// minidet's own packed GEMM (packed_gemm.h) on CPUs where it beat Eigen's at the detector's products (those
-// without AVX-512); float64 (the gradient checks, the references of tests) and the other float32 run Eigen's,
-// which maps our row-major buffers in place.
+// minidet's own packed GEMM (packed_gemm.h), which ran the detector's products faster than Eigen's; float64
+// (the gradient checks, the references of tests) runs Eigen's, which maps our row-major buffers in place.
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -29,14 +28,15 @@ ConstMap<T> stored(const MatrixOperand& op, int64_t offset, int64_t rows, int64_
                        : ConstMap<T>(data, rows, cols, Eigen::OuterStride<>(op.ld));
 }
 
-// Eigen's kernel takes the rows of its left operand in groups of 3 SIMD vectors (48 floats with AVX-512, 24
-// with AVX2, 12 with SSE) and sums a smaller remainder with other accumulators, so other bits. Panels that
-// start at multiples of 48 cut no group and leave the remainder where the whole product has it. The packed
-// float GEMM gives the same bits however C is cut; its panels start at whole register tiles, so that no cut
-// makes a partial one.
-int64_t panel_align(bool packed, bool by_rows) {
-  if (!packed) return 48;
-  return by_rows ? packed_gemm_tile_rows() : packed_gemm_tile_cols();
+// Eigen's kernel (float64 here) takes the rows of its left operand in groups of 3 SIMD vectors (24 doubles
+// with AVX-512, 12 with AVX2, 6 with SSE) and sums a smaller remainder with other accumulators, so other bits.
+// Panels that start at multiples of 48 cut no group and leave the remainder where the whole product has it.
+// The packed float GEMM gives the same bits however C is cut; its panels start at whole register tiles, so that
+// no cut makes a partial one.
+template <typename T>
+int64_t panel_align(bool by_rows) {
+  if constexpr (std::is_same_v<T, float>) return by_rows ? packed_gemm_tile_rows() : packed_gemm_tile_cols();
+  return 48;
 }
 
 // The result rows [r0, r1) and columns [c0, c1) of product i: out = alpha * A B + beta * out.
@@ -47,12 +47,10 @@ void gemm_block(int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64
   // Row r of A starts at r*ld (stored as is) or at column r (stored transposed); column j of B likewise.
   const int64_t a_at = i * a_bs + (a.transposed ? r0 : r0 * a.ld), b_at = i * b_bs + (b.transposed ? c0 * b.ld : c0);
   if constexpr (std::is_same_v<T, float>) {
-    if (packed_gemm_serves_float32()) {
-      packed_gemm(r1 - r0, c1 - c0, k, {static_cast<const float*>(a.data) + a_at, a.ld, a.transposed},
-                  {static_cast<const float*>(b.data) + b_at, b.ld, b.transposed}, c + i * c_bs + r0 * ldc + c0, ldc,
-                  static_cast<float>(alpha), static_cast<float>(beta));
-      return;
-    }
+    packed_gemm(r1 - r0, c1 - c0, k, {static_cast<const float*>(a.data) + a_at, a.ld, a.transposed},
+                {static_cast<const float*>(b.data) + b_at, b.ld, b.transposed}, c + i * c_bs + r0 * ldc + c0, ldc,
+                static_cast<float>(alpha), static_cast<float>(beta));
+    return;
   }
   MutMap<T> out(c + i * c_bs + r0 * ldc + c0, r1 - r0, c1 - c0, Eigen::OuterStride<>(ldc));
   const ConstMap<T> A = stored<T>(a, a_at, r1 - r0, k);
@@ -91,7 +89,7 @@ void gemm_typed(int64_t batch, int64_t m, int64_t n, int64_t k, const MatrixOper
   const bool by_rows = m > n;
   const int64_t side = by_rows ? m : n;
   // Panels only for products worth sharing, each a multiple of the alignment wide.
-  const int64_t align = panel_align(std::is_same_v<T, float> && packed_gemm_serves_float32(), by_rows);
+  const int64_t align = panel_align<T>(by_rows);
   const bool whole_products = batch % threads == 0 || batch >= 4 * threads || m * n * k < (int64_t(1) << 18);
   const int64_t panels = whole_products ? 1 : std::clamp<int64_t>(side / align, 1, threads);
   const int64_t width = ((side + panels - 1) / panels + align - 1) / align * align;

@@ -1,6 +1,6 @@
 // The packed float GEMM of packed_gemm.h. ops/CMakeLists.txt compiles this file for the build machine's CPU
 // and lets the compiler contract a * b + c into one FMA, so the micro-kernel below becomes the vector FMAs
-// of whatever the CPU has: AVX2 with FMA, or SSE.
+// of whatever the CPU has: AVX-512, AVX2 with FMA, or SSE.
 #include "ops/matmul/packed_gemm.h"
 
 #include <algorithm>
@@ -12,18 +12,23 @@ namespace {
 
 // The register tile: kMr rows of A times kVecs vectors of B's row. Its accumulators, the kVecs vectors of B
 // and the broadcast value of A must all fit in the vector registers, or the compiler spills them to memory
-// inside the innermost loop. (No AVX-512 tile: gemm_cpu.cpp leaves such CPUs to Eigen, packed_gemm.h says why.)
-#if defined(__AVX__)
-constexpr int kWidth = 8;  // floats per vector; 16 registers: 6 x 2 accumulators + 2 + 1
+// inside the innermost loop.
+#if defined(__AVX512F__)
+constexpr int kWidth = 16;  // floats per vector; 32 registers: 8 x 2 accumulators + 2 + 1
+constexpr int kMr = 8;      // the detector's channel counts are multiples of 8, so no tile is cut short
+#elif defined(__AVX__)
+constexpr int kWidth = 8;  // 16 registers: 6 x 2 accumulators + 2 + 1
+constexpr int kMr = 6;
 #else
 constexpr int kWidth = 4;  // SSE2's 16 registers (and NEON's 32)
-#endif
 constexpr int kMr = 6;
+#endif
 constexpr int kVecs = 2;
 constexpr int kNr = kVecs * kWidth;
 
-// The cache blocks (packed_gemm.h's loops). kKc x kNr floats of B (16 KiB with AVX2) stay in L1 while the
-// micro-kernel runs down a kMc x kKc block of A (96 KiB) from L2; kKc x kNc of B (4 MiB) is read from L3.
+// The cache blocks (packed_gemm.h's loops). kKc x kNr floats of B (16 KiB with AVX2, 32 KiB with AVX-512) stay
+// in L1 while the micro-kernel runs down a kMc x kKc block of A (96 KiB) from L2; kKc x kNc of B (4 MiB) is
+// read from L3. k is cut into blocks of one length, at most kKc (k = 288: two of 144, not 256 and a short 32).
 constexpr int64_t kKc = 256;
 constexpr int64_t kMc = 96;  // a multiple of kMr
 constexpr int64_t kNc = 4096;
@@ -41,6 +46,31 @@ inline Vec load(const float* p) {
 }
 inline void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 
+// The 8 x 8 block at src (rows ld apart) written transposed at dst (rows ld_out apart): dst[j * ld_out + i] =
+// src[i * ld + j]. Three rounds of shuffles, each interleaving pairs of rows at a coarser grain (single floats,
+// pairs, halves), turn 8 row loads into 8 column stores: packing an operand that is read across its rows then
+// costs vector moves instead of one scalar load and store per element.
+typedef float Vec8 __attribute__((vector_size(8 * sizeof(float))));  // __builtin_shufflevector: GCC 12+, Clang
+inline void transpose_8x8(const float* src, int64_t ld, float* dst, int64_t ld_out) {
+  Vec8 r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i) std::memcpy(&r[i], src + i * ld, sizeof(Vec8));
+  for (int i = 0; i < 8; i += 2) {  // t[i]: rows i and i+1 alternating, columns 0 1 4 5; t[i+1]: 2 3 6 7
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)  // u: four rows' values of one column (and of the column four to its right)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int j = 0; j < 4; ++j) {  // column j from rows 0-3 and rows 4-7, and column j + 4 likewise
+    const Vec8 low = __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    const Vec8 high = __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    std::memcpy(dst + j * ld_out, &low, sizeof(Vec8));
+    std::memcpy(dst + (j + 4) * ld_out, &high, sizeof(Vec8));
+  }
+}
+
 // A block of an operand, in panels of `tile` lines for the micro-kernel. A line runs along k: a row of A or a
 // column of B. Lines [l0, l0 + count) and steps [p0, p0 + kc) go to panels of `tile` lines each: the panel
 // that starts at line q holds step p's `tile` values at out[q * kc + p * tile]. Lines past count are zeros,
@@ -50,7 +80,18 @@ template <int64_t tile>
 void pack(const float* data, int64_t ld, bool along_k, int64_t l0, int64_t count, int64_t p0, int64_t kc, float* out) {
   if (along_k) {
     for (int64_t q = 0; q < count; q += tile) {
-      for (int64_t l = 0; l < tile; ++l) {
+      int64_t l = 0;
+      if constexpr (tile % 8 == 0) {  // whole groups of 8 lines, 8 steps at a time, through registers
+        for (; l + 8 <= std::min<int64_t>(tile, count - q); l += 8) {
+          const float* src = data + (l0 + q + l) * ld + p0;
+          float* dst = out + q * kc + l;
+          int64_t p = 0;
+          for (; p + 8 <= kc; p += 8) transpose_8x8(src + p, ld, dst + p * tile, tile);
+          for (; p < kc; ++p)
+            for (int64_t i = 0; i < 8; ++i) dst[p * tile + i] = src[i * ld + p];
+        }
+      }
+      for (; l < tile; ++l) {
         float* dst = out + q * kc + l;
         if (q + l >= count) {
           for (int64_t p = 0; p < kc; ++p) dst[p * tile] = 0.0f;
@@ -64,11 +105,13 @@ void pack(const float* data, int64_t ld, bool along_k, int64_t l0, int64_t count
   }
   for (int64_t p = 0; p < kc; ++p) {  // the whole step across every panel
     const float* src = data + (p0 + p) * ld + l0;
-    for (int64_t q = 0; q < count; q += tile) {
-      const int64_t lines = std::min<int64_t>(tile, count - q);
+    int64_t q = 0;
+    for (; q + tile <= count; q += tile)  // a whole panel's step: a copy of fixed size, a few vector moves
+      std::memcpy(out + q * kc + p * tile, src + q, tile * sizeof(float));
+    if (q < count) {  // the last panel's: its lines past count are zeros
       float* dst = out + q * kc + p * tile;
-      std::memcpy(dst, src + q, lines * sizeof(float));
-      std::fill(dst + lines, dst + tile, 0.0f);
+      std::memcpy(dst, src + q, (count - q) * sizeof(float));
+      std::fill(dst + (count - q), dst + tile, 0.0f);
     }
   }
 }
@@ -133,14 +176,6 @@ float* buffer(std::vector<float>& v, size_t size) {
 int64_t packed_gemm_tile_rows() { return kMr; }
 int64_t packed_gemm_tile_cols() { return kNr; }
 
-bool packed_gemm_serves_float32() {
-#if defined(__AVX512F__)
-  return false;
-#else
-  return true;
-#endif
-}
-
 void packed_gemm(int64_t m, int64_t n, int64_t k, const PackedGemmOperand& a, const PackedGemmOperand& b, float* c,
                  int64_t ldc, float alpha, float beta) {
   if (m == 0 || n == 0) return;
@@ -149,14 +184,15 @@ void packed_gemm(int64_t m, int64_t n, int64_t k, const PackedGemmOperand& a, co
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
+  const int64_t k_blocks = (k + kKc - 1) / kKc, k_block = (k + k_blocks - 1) / k_blocks;
   thread_local std::vector<float> a_buffer, b_buffer;
   const int64_t nc_max = std::min(kNc, (n + kNr - 1) / kNr * kNr), mc_max = std::min(kMc, (m + kMr - 1) / kMr * kMr);
   float* packed_a = buffer(a_buffer, static_cast<size_t>(mc_max * kKc));
   float* packed_b = buffer(b_buffer, static_cast<size_t>(nc_max * kKc));
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0);
-    for (int64_t p0 = 0; p0 < k; p0 += kKc) {
-      const int64_t kc = std::min(kKc, k - p0);
+    for (int64_t p0 = 0; p0 < k; p0 += k_block) {
+      const int64_t kc = std::min(k_block, k - p0);
       pack_b(b, p0, kc, j0, nc, packed_b);
       for (int64_t i0 = 0; i0 < m; i0 += kMc) {
         const int64_t mc = std::min(kMc, m - i0);

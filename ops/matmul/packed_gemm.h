@@ -11,22 +11,26 @@
 // cache:
 //
 //   for each block of kNc columns of C                   (B's kc x nc block lives in L3)
-//     for each block of kKc steps of k: pack B's block   (kKc x kNc, into panels kNr wide)
-//       for each block of kMc rows: pack A's block       (kMc x kKc, into panels kMr tall; lives in L2)
-//         for each kNr-wide panel of B                   (kKc x kNr, lives in L1)
+//     for each block of kc steps of k: pack B's block    (kc x kNc, into panels kNr wide)
+//       for each block of kMc rows: pack A's block       (kMc x kc, into panels kMr tall; lives in L2)
+//         for each kNr-wide panel of B                   (kc x kNr, lives in L1)
 //           for each kMr-tall panel of A: micro-kernel   (a kMr x kNr tile of C)
 //
 // Packing copies each block once into the exact order the micro-kernel reads it, so every load is
 // contiguous whatever the operands' strides or transposes, and a tile at the edge of C reads zeros past it.
 //
-// The bits. Every element of C is the same computation wherever its tile falls: a sum over each block of
-// kKc steps of k in order (one FMA per step, from zero), and these block sums added to C in order of k. So
-// the result does not depend on the number of threads or on how callers cut C among them.
+// k is cut into the fewest blocks of at most kKc steps, all of one length kc (the last may be shorter): a
+// block much shorter than the others would spend more time storing its tiles than summing them.
 //
-// Where it serves. gemm_cpu.cpp runs float32 products here on CPUs without AVX-512: on an AMD EPYC with AVX2
-// it ran most of the detector's products faster than Eigen's GEMM. On a Xeon with AVX-512, Eigen's kernel,
-// built for those 32 wide registers, was faster than a tile of this design, so there Eigen serves float32
-// too (bench/bench_gemm.cpp measures both; docs/benchmarks.md has the numbers).
+// The bits. Every element of C is the same computation wherever its tile falls: a sum over each block of
+// kc steps of k in order (one FMA per step, from zero), and these block sums added to C in order of k. The
+// blocks depend on k alone, so the result does not depend on the number of threads or on how callers cut C
+// among them.
+//
+// Where it serves. gemm_cpu.cpp runs every float32 product here (float64 goes to Eigen). The tile is 6 x 16
+// with AVX2's 16 registers of 8 floats and 8 x 32 with AVX-512's 32 registers of 16; an operand read across
+// its lines is packed through 8 x 8 transposes in registers. On the detector's products it ran faster than
+// Eigen's GEMM on most (bench/bench_gemm.cpp measures both; docs/benchmarks.md has the numbers).
 //
 // Sources: K. Goto and R. van de Geijn, "Anatomy of High-Performance Matrix Multiplication", ACM TOMS 34(3),
 // 2008; F. Van Zee and R. van de Geijn, "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM
@@ -54,8 +58,5 @@ void packed_gemm(int64_t m, int64_t n, int64_t k, const PackedGemmOperand& a, co
 // callers that cut C among threads cut at multiples of them, so that no cut makes a partial tile.
 int64_t packed_gemm_tile_rows();
 int64_t packed_gemm_tile_cols();
-
-// Whether gemm_cpu runs float32 products through packed_gemm on this build's CPU (see "Where it serves").
-bool packed_gemm_serves_float32();
 
 }  // namespace minidet::ops::detail

@@ -188,15 +188,16 @@ Stored stored(int64_t rows, int64_t cols, bool transposed, Generator* g) {
 }
 
 TEST_CASE("values/matmul: the packed float GEMM agrees with float64 on every transpose, edge tile and block of k") {
-  // ops/matmul/packed_gemm.h works in register tiles and blocks of k. Sizes below, at and past a tile, a block
-  // of rows (96), a block of k (256) and a block of columns (4096) must all give alpha A B + beta C within
-  // float rounding of the float64 product; beta = 0 must not read C (NaN there). The kernel is tested on every
-  // CPU, also where gemm_cpu.cpp leaves float32 to Eigen.
+  // ops/matmul/packed_gemm.h works in register tiles (6 x 16 or 8 x 32, by the CPU) and in blocks of k of equal
+  // length. Sizes below, at and past a tile, a block of rows (96), a block of k (256, and 288 = two blocks of 144)
+  // and a block of columns (4096) must all give alpha A B + beta C within float rounding of the float64 product;
+  // beta = 0 must not read C (NaN there).
   struct Case {
     int64_t m, n, k;
   };
-  const std::vector<Case> cases = {{1, 1, 1},    {5, 7, 3},     {6, 16, 256}, {12, 32, 257}, {13, 33, 700},
-                                   {97, 50, 40}, {200, 3, 513}, {3, 4100, 9}, {40, 17, 1},   {4, 5, 0}};
+  const std::vector<Case> cases = {{1, 1, 1},     {5, 7, 3},     {6, 16, 256}, {8, 32, 288},
+                                   {12, 32, 257}, {13, 33, 700}, {97, 50, 40}, {9, 65, 520},
+                                   {200, 3, 513}, {3, 4100, 9},  {40, 17, 1},  {4, 5, 0}};
   for (const Case& c : cases) {
     for (bool a_t : {false, true}) {
       for (bool b_t : {false, true}) {
