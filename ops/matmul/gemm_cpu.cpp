@@ -50,24 +50,24 @@ void gemm_block(int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64
     packed_gemm(r1 - r0, c1 - c0, k, {static_cast<const float*>(a.data) + a_at, a.ld, a.transposed},
                 {static_cast<const float*>(b.data) + b_at, b.ld, b.transposed}, c + i * c_bs + r0 * ldc + c0, ldc,
                 static_cast<float>(alpha), static_cast<float>(beta));
-    return;
+  } else {  // float64: Eigen's GEMM (only its double kernels are compiled)
+    MutMap<T> out(c + i * c_bs + r0 * ldc + c0, r1 - r0, c1 - c0, Eigen::OuterStride<>(ldc));
+    const ConstMap<T> A = stored<T>(a, a_at, r1 - r0, k);
+    const ConstMap<T> B = stored<T>(b, b_at, k, c1 - c0);
+    if (beta == 0.0)
+      out.setZero();  // so that NaN garbage in c never leaks through 0 * NaN
+    else if (beta != 1.0)
+      out *= static_cast<T>(beta);
+    const T s = static_cast<T>(alpha);
+    if (!a.transposed && !b.transposed)
+      out.noalias() += s * (A * B);
+    else if (a.transposed && !b.transposed)
+      out.noalias() += s * (A.transpose() * B);
+    else if (!a.transposed && b.transposed)
+      out.noalias() += s * (A * B.transpose());
+    else
+      out.noalias() += s * (A.transpose() * B.transpose());
   }
-  MutMap<T> out(c + i * c_bs + r0 * ldc + c0, r1 - r0, c1 - c0, Eigen::OuterStride<>(ldc));
-  const ConstMap<T> A = stored<T>(a, a_at, r1 - r0, k);
-  const ConstMap<T> B = stored<T>(b, b_at, k, c1 - c0);
-  if (beta == 0.0)
-    out.setZero();  // so that NaN garbage in c never leaks through 0 * NaN
-  else if (beta != 1.0)
-    out *= static_cast<T>(beta);
-  const T s = static_cast<T>(alpha);
-  if (!a.transposed && !b.transposed)
-    out.noalias() += s * (A * B);
-  else if (a.transposed && !b.transposed)
-    out.noalias() += s * (A.transpose() * B);
-  else if (!a.transposed && b.transposed)
-    out.noalias() += s * (A * B.transpose());
-  else
-    out.noalias() += s * (A.transpose() * B.transpose());
 }
 
 // The threads share the work in tasks that never wait for each other: whole products when the batch shares
