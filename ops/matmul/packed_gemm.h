@@ -29,8 +29,9 @@
 //
 // Where it serves. gemm_cpu.cpp runs every float32 product here (float64 goes to Eigen). The tile is 6 x 16
 // with AVX2's 16 registers of 8 floats and 8 x 32 with AVX-512's 32 registers of 16; an operand read across
-// its lines is packed through 8 x 8 transposes in registers. On the detector's products it ran faster than
-// Eigen's GEMM on most (bench/bench_gemm.cpp measures both; docs/benchmarks.md has the numbers).
+// its lines is packed through 8 x 8 transposes in registers. At the detector's products it ran faster than
+// Eigen's GEMM on AMD EPYCs (with AVX2 and with AVX-512) and on par with it on a Xeon with AVX-512, so one GEMM
+// serves them all (bench/bench_gemm.cpp measures both; docs/benchmarks.md has the numbers).
 //
 // Sources: K. Goto and R. van de Geijn, "Anatomy of High-Performance Matrix Multiplication", ACM TOMS 34(3),
 // 2008; F. Van Zee and R. van de Geijn, "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM
