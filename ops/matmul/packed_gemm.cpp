@@ -46,26 +46,41 @@ inline Vec load(const float* p) {
 }
 inline void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 
+// out = lanes I of the 16 that a and b hold together (b's are 8 to 15). GCC spells it __builtin_shuffle with a
+// mask vector (__builtin_shufflevector only from GCC 12), Clang __builtin_shufflevector. The vectors go by
+// reference: a 32-byte vector by value has another ABI with AVX than without, which GCC warns of.
+typedef float Vec8 __attribute__((vector_size(8 * sizeof(float))));
+template <int... I>
+inline void shuffle(const Vec8& a, const Vec8& b, Vec8& out) {
+  static_assert(sizeof...(I) == 8, "one lane index per lane");
+#if defined(__clang__)
+  out = __builtin_shufflevector(a, b, I...);
+#else
+  typedef int Mask8 __attribute__((vector_size(8 * sizeof(int))));
+  out = __builtin_shuffle(a, b, Mask8{I...});
+#endif
+}
+
 // The 8 x 8 block at src (rows ld apart) written transposed at dst (rows ld_out apart): dst[j * ld_out + i] =
 // src[i * ld + j]. Three rounds of shuffles, each interleaving pairs of rows at a coarser grain (single floats,
 // pairs, halves), turn 8 row loads into 8 column stores: packing an operand that is read across its rows then
 // costs vector moves instead of one scalar load and store per element.
-typedef float Vec8 __attribute__((vector_size(8 * sizeof(float))));  // __builtin_shufflevector: GCC 12+, Clang
 inline void transpose_8x8(const float* src, int64_t ld, float* dst, int64_t ld_out) {
   Vec8 r[8], t[8], u[8];
   for (int i = 0; i < 8; ++i) std::memcpy(&r[i], src + i * ld, sizeof(Vec8));
   for (int i = 0; i < 8; i += 2) {  // t[i]: rows i and i+1 alternating, columns 0 1 4 5; t[i+1]: 2 3 6 7
-    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    shuffle<0, 8, 1, 9, 4, 12, 5, 13>(r[i], r[i + 1], t[i]);
+    shuffle<2, 10, 3, 11, 6, 14, 7, 15>(r[i], r[i + 1], t[i + 1]);
   }
   for (int i = 0; i < 8; i += 4)  // u: four rows' values of one column (and of the column four to its right)
     for (int h = 0; h < 2; ++h) {
-      u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+      shuffle<0, 1, 8, 9, 4, 5, 12, 13>(t[i + h], t[i + h + 2], u[i + 2 * h]);
+      shuffle<2, 3, 10, 11, 6, 7, 14, 15>(t[i + h], t[i + h + 2], u[i + 2 * h + 1]);
     }
   for (int j = 0; j < 4; ++j) {  // column j from rows 0-3 and rows 4-7, and column j + 4 likewise
-    const Vec8 low = __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    const Vec8 high = __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    Vec8 low, high;
+    shuffle<0, 1, 2, 3, 8, 9, 10, 11>(u[j], u[j + 4], low);
+    shuffle<4, 5, 6, 7, 12, 13, 14, 15>(u[j], u[j + 4], high);
     std::memcpy(dst + j * ld_out, &low, sizeof(Vec8));
     std::memcpy(dst + (j + 4) * ld_out, &high, sizeof(Vec8));
   }
