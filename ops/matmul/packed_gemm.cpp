@@ -162,7 +162,11 @@ void tile(int64_t kc, const float* __restrict a, const float* __restrict b, floa
       for (int v = 0; v < kVecs; ++v) sum[i][v] += ai * bv[v];  // one FMA each
     }
   }
+  // The loops that store the sums are unrolled like the one that makes them, so that every accumulator is
+  // named by a constant index: with a loop index GCC kept the whole array in memory as well, and zeroed a
+  // kilobyte of stack at every call.
   if (rows == kMr && cols == kNr) {
+#pragma GCC unroll 16
     for (int i = 0; i < kMr; ++i)
       for (int v = 0; v < kVecs; ++v) {
         float* at = c + i * ldc + v * kWidth;
@@ -174,6 +178,7 @@ void tile(int64_t kc, const float* __restrict a, const float* __restrict b, floa
   float t[kMr][kNr] = {};
   const bool reads_c = !first || beta != 0.0f;
   for (int64_t i = 0; i < rows && reads_c; ++i) std::memcpy(t[i], c + i * ldc, cols * sizeof(float));
+#pragma GCC unroll 16
   for (int i = 0; i < kMr; ++i)
     for (int v = 0; v < kVecs; ++v)
       store(t[i] + v * kWidth, combine(sum[i][v], load(t[i] + v * kWidth), alpha, beta, first));
