@@ -50,17 +50,13 @@ int64_t chunk_size(const ConvGeometry& g, const Tensor& input, const ConvWindow&
   return ops::detail::images_per_chunk(bytes_per_image, input.size(0), window, input.device());
 }
 
-void im2col(const Tensor& images, const Tensor& cols, const ConvGeometry& g,
-            ops::detail::ColumnOrder order = ops::detail::ColumnOrder::PerImage) {
-  MINIDET_DEVICE_SWITCH(images, ops::detail::im2col_cpu(images, cols, g, order),
-                        ops::detail::im2col_cuda(images, cols, g, order));
-}
-
 void col2im(const Tensor& cols, const Tensor& images, const ConvGeometry& g) {
   MINIDET_DEVICE_SWITCH(images, ops::detail::col2im_cpu(cols, images, g), ops::detail::col2im_cuda(cols, images, g));
 }
 
-// Y = W @ cols for a chunk of B images (ops/conv2d/conv2d_lowering.h).
+// Y = W @ cols for a chunk of B images (ops/conv2d/conv2d_lowering.h). On CUDA im2col writes the columns into a
+// buffer for the GEMM to read; on the CPU they are never stored: the GEMM packs them straight from the images
+// (conv2d_kernels.h), so only CUDA allocates the buffer. The same holds for the weight gradient's columns.
 Tensor conv2d_forward_raw(const Tensor& input_any, const Tensor& weight_any, const Tensor& bias,
                           const ConvGeometry& g, int64_t groups, int64_t chunk) {
   NoGradGuard raw;
@@ -68,18 +64,24 @@ Tensor conv2d_forward_raw(const Tensor& input_any, const Tensor& weight_any, con
   const int64_t batch = input.size(0), out_channels = weight.size(0), out_hw = g.column_cols();
   Tensor output = empty({batch, out_channels, g.out_h, g.out_w}, input.options());
   if (output.numel() == 0) return output;
-  Tensor cols = empty({chunk, g.column_rows(), out_hw}, input.options());
+  const Tensor cols = input.is_cuda() ? empty({chunk, g.column_rows(), out_hw}, input.options()) : Tensor();
   for (int64_t start = 0; start < batch; start += chunk) {
     const int64_t b_count = std::min(chunk, batch - start);
-    const Tensor cols_chunk = cols.narrow(0, 0, b_count);
-    im2col(input.narrow(0, start, b_count), cols_chunk, g);
+    const Tensor images = input.narrow(0, start, b_count);
     Tensor out_chunk = output.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
     double beta = 0.0;
     if (bias.defined()) {  // start from the bias and let the GEMM add onto it (beta = 1)
       out_chunk.copy_(bias.reshape({1, out_channels, 1}));
       beta = 1.0;
     }
-    ops::detail::columns_to_output(weight, cols_chunk, out_chunk, groups, beta);
+    MINIDET_DEVICE_SWITCH(
+        images,
+        ops::detail::columns_to_output(weight, *ops::detail::image_columns_cpu(images, g), out_chunk, groups, beta),
+        [&] {
+          const Tensor cols_chunk = cols.narrow(0, 0, b_count);
+          ops::detail::im2col_cuda(images, cols_chunk, g, ops::detail::ColumnOrder::PerImage);
+          ops::detail::columns_to_output(weight, cols_chunk, out_chunk, groups, beta);
+        }());
   }
   return output;
 }
@@ -100,17 +102,23 @@ ConvGrads conv2d_backward_raw(const Tensor& grad_any, const Tensor& input_any, c
   if (need_bias) grads.bias = sum_dims_raw(grad_out, {0, 2, 3}, false);
   if (need_input) grads.input = batch ? empty(input.sizes(), input.options()) : zeros(input.sizes(), input.options());
   if (!need_input && !need_weight) return grads;
-  Tensor cols = need_weight ? empty({rows * chunk * out_hw}, input.options()) : Tensor();  // rows first
+  const Tensor cols = need_weight && input.is_cuda() ? empty({rows * chunk * out_hw}, input.options()) : Tensor();
   Tensor grad_cols = need_input ? empty({chunk, rows, out_hw}, input.options()) : Tensor();
   for (int64_t start = 0; start < batch; start += chunk) {
     const int64_t b_count = std::min(chunk, batch - start);
     const Tensor grad_chunk = grad_out.narrow(0, start, b_count).view({b_count, out_channels, out_hw});
     if (need_weight) {  // dW_g += dY_g @ cols_g^T, the chunk's images and pixels one K (conv2d_lowering.h)
-      const Tensor cols_chunk = cols.narrow(0, 0, rows * b_count * out_hw).view({rows, b_count * out_hw});
-      im2col(input.narrow(0, start, b_count), cols_chunk, g, ops::detail::ColumnOrder::RowsFirst);
+      const Tensor images = input.narrow(0, start, b_count);
       const Tensor grad_by_channel = grad_chunk.transpose(0, 1).contiguous().view({out_channels, b_count * out_hw});
-      ops::detail::add_chunk(grads.weight,
-                             ops::detail::chunk_weight_grad(grad_by_channel, cols_chunk, groups).view(weight.sizes()));
+      const Tensor chunk_grad = MINIDET_DEVICE_SWITCH(
+          images,
+          ops::detail::chunk_weight_grad(grad_by_channel, *ops::detail::image_columns_cpu(images, g), rows, groups),
+          [&] {
+            const Tensor cols_chunk = cols.narrow(0, 0, rows * b_count * out_hw).view({rows, b_count * out_hw});
+            ops::detail::im2col_cuda(images, cols_chunk, g, ops::detail::ColumnOrder::RowsFirst);
+            return ops::detail::chunk_weight_grad(grad_by_channel, cols_chunk, groups);
+          }());
+      ops::detail::add_chunk(grads.weight, chunk_grad.view(weight.sizes()));
     }
     if (need_input) {  // dcols_g = W_g^T @ dY_g, then col2im sums them back onto the pixels
       const Tensor grad_cols_chunk = grad_cols.narrow(0, 0, b_count);

@@ -26,7 +26,12 @@
 // columns from the saved input instead of saving them from forward: saving would keep kh*kw copies of every
 // layer's input alive until backward, which is the memory the chunking exists to avoid.
 //
-// float32 and float64, CPU (Eigen) and CUDA (cuBLAS, FP32 without TF32). Input may be non-contiguous.
+// On the CPU, cols is never stored (an implicit GEMM): the GEMM asks for its rows as it packs them, and they
+// are gathered from the input into its cache-sized packing buffer, not written to memory and read back.
+// Only dcols is a buffer there. The sums are the same, so the bits do not change.
+//
+// float32 and float64, CPU (minidet's packed GEMM for float32, Eigen for float64) and CUDA (cuBLAS, FP32
+// without TF32). Input may be non-contiguous.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,9 @@
-// CPU im2col / col2im. Both are parallel over (image, channel) planes: im2col writes the kh*kw column rows
-// of its plane, col2im owns its input plane, so no two threads ever write the same element and the sums in
-// col2im happen in one fixed order (deterministic).
+// The CPU's columns and col2im. The columns are never stored: the GEMM asks for a segment of a row at a time
+// as it packs them (an implicit GEMM), and column_row makes it from the images. col2im is parallel over
+// (image, channel) planes: each owns its input plane, so no two threads ever write the same element and the
+// sums happen in one fixed order (deterministic).
 #include <algorithm>
+#include <memory>
 
 #include "ops/common/parallel.h"
 #include "ops/conv2d/conv2d_kernels.h"
@@ -9,41 +11,54 @@
 namespace minidet::ops::detail {
 namespace {
 
+// The columns' row r = (c, i, j), S(r, q) for q in [q0, q0 + count), where q = (b, y_out, x_out) runs over the
+// chunk's images: the entries that im2col would write there. Output row by output row: outside the image's rows
+// a run of zeros; inside, the outputs whose tap lands inside the image, [x_begin, x_end), are a branch-free
+// gather (a plain copy at stride 1) between runs of padding.
 template <typename T>
-void im2col_kernel(const T* images, T* cols, int64_t batch, const ConvGeometry& g, ColumnStrides strides) {
-  const int64_t planes = batch * g.channels;
+void column_row(const T* images, const ConvGeometry& g, int64_t r, int64_t q0, int64_t count, T* out) {
   const int64_t taps = g.kernel_h * g.kernel_w, out_hw = g.column_cols();
-#pragma omp parallel for schedule(static) if (planes * taps * out_hw > kParallelAbove)
-  for (int64_t plane = 0; plane < planes; ++plane) {
-    const T* src = images + plane * g.height * g.width;
-    // plane = b*C + c; image b's rows of channel c are (c*kh + i)*kw + j.
-    const int64_t b = plane / g.channels, c = plane % g.channels;
-    T* dst_plane = cols + b * strides.image + c * taps * strides.row;
-    for (int64_t i = 0; i < g.kernel_h; ++i) {
-      for (int64_t j = 0; j < g.kernel_w; ++j) {
-        T* dst = dst_plane + (i * g.kernel_w + j) * strides.row;
-        // The outputs q whose x = q*stride_w - pad_w + j*dilation_w falls inside the image: [q_begin, q_end).
-        // Outside them the row is padding (zeros); inside, a branch-free gather (a plain copy at stride 1).
-        const int64_t x_first = j * g.dilation_w - g.pad_w;  // x of q = 0
-        const int64_t q_begin = std::min(g.out_w, x_first >= 0 ? 0 : (-x_first + g.stride_w - 1) / g.stride_w);
-        const int64_t q_end =
-            std::max(q_begin, std::min(g.out_w, x_first >= g.width ? 0 : (g.width - 1 - x_first) / g.stride_w + 1));
-        for (int64_t p = 0; p < g.out_h; ++p) {
-          const int64_t y = p * g.stride_h - g.pad_h + i * g.dilation_h;
-          T* out = dst + p * g.out_w;
-          if (y < 0 || y >= g.height) {
-            std::fill(out, out + g.out_w, T(0));
-            continue;
-          }
-          const int64_t row = y * g.width + x_first;  // src index of q = 0 (itself maybe in the padding)
-          std::fill(out, out + q_begin, T(0));
-          for (int64_t q = q_begin; q < q_end; ++q) out[q] = src[row + q * g.stride_w];
-          std::fill(out + q_end, out + g.out_w, T(0));
-        }
-      }
+  const int64_t c = r / taps, i = r % taps / g.kernel_w, j = r % g.kernel_w;
+  const int64_t x_first = j * g.dilation_w - g.pad_w;  // x of x_out = 0
+  const int64_t x_begin = x_first >= 0 ? 0 : (-x_first + g.stride_w - 1) / g.stride_w;
+  const int64_t x_end = x_first >= g.width ? 0 : (g.width - 1 - x_first) / g.stride_w + 1;
+  for (int64_t q = q0, end = q0 + count; q < end;) {
+    const int64_t b = q / out_hw, pixel = q % out_hw, y_out = pixel / g.out_w, from = pixel % g.out_w;
+    const int64_t to = std::min(g.out_w, from + (end - q));  // this output row's part of the segment
+    T* dst = out + (q - q0) - from;                          // dst[x_out] for x_out in [from, to)
+    const int64_t y = y_out * g.stride_h - g.pad_h + i * g.dilation_h;
+    q += to - from;
+    if (y < 0 || y >= g.height) {
+      std::fill(dst + from, dst + to, T(0));
+      continue;
     }
+    const T* src = images + ((b * g.channels + c) * g.height + y) * g.width + x_first;  // src[x_out * stride_w]
+    const int64_t lo = std::clamp(x_begin, from, to), hi = std::clamp(x_end, lo, to);
+    std::fill(dst + from, dst + lo, T(0));
+    if (g.stride_w == 1)
+      std::copy(src + lo, src + hi, dst + lo);
+    else
+      for (int64_t x = lo; x < hi; ++x) dst[x] = src[x * g.stride_w];
+    std::fill(dst + hi, dst + to, T(0));
   }
 }
+
+// The columns of a chunk of images as a source for the CPU's GEMM (data<T>() checks the element type). It keeps
+// the images alive.
+class ImageColumns final : public RowSource {
+ public:
+  ImageColumns(Tensor images, const ConvGeometry& g) : images_(std::move(images)), g_(g) {}
+  void row(int64_t r, int64_t q0, int64_t count, float* out) const override {
+    column_row(images_.data<float>(), g_, r, q0, count, out);
+  }
+  void row(int64_t r, int64_t q0, int64_t count, double* out) const override {
+    column_row(images_.data<double>(), g_, r, q0, count, out);
+  }
+
+ private:
+  Tensor images_;
+  ConvGeometry g_;
+};
 
 template <typename T>
 void col2im_kernel(const T* cols, T* images, int64_t batch, const ConvGeometry& g) {
@@ -77,11 +92,8 @@ void col2im_kernel(const T* cols, T* images, int64_t batch, const ConvGeometry& 
 
 }  // namespace
 
-void im2col_cpu(const Tensor& images, const Tensor& cols, const ConvGeometry& g, ColumnOrder order) {
-  const ColumnStrides strides = ColumnStrides::of(order, g, images.size(0));
-  MINIDET_DISPATCH_FLOATING(images.dtype(), "conv2d", [&] {
-    im2col_kernel<scalar_t>(images.data<scalar_t>(), cols.data<scalar_t>(), images.size(0), g, strides);
-  });
+std::unique_ptr<RowSource> image_columns_cpu(const Tensor& images, const ConvGeometry& g) {
+  return std::make_unique<ImageColumns>(images, g);
 }
 
 void col2im_cpu(const Tensor& cols, const Tensor& images, const ConvGeometry& g) {

@@ -3,6 +3,10 @@
 //   im2col: images (B, C, H, W) -> cols (B, C*kh*kw, H_out*W_out)       a gather: one read per entry
 //   col2im: cols (B, C*kh*kw, H_out*W_out) -> images (B, C, H, W)       the adjoint: a sum per pixel
 //
+// On CUDA im2col writes the columns to memory before the GEMM reads them. On the CPU they are never stored: the
+// GEMM asks for their rows as it packs them (an implicit GEMM), the same entries gathered into its packing
+// buffer, which saves writing and reading back a buffer that outgrows the caches.
+//
 // im2col can also write the chunk's columns rows first, (C*kh*kw, B*H_out*W_out): image b's columns are the
 // b-th block of every row. That is the layout of the weight gradient's GEMM, whose sum over images is then
 // part of one long K (ops/conv2d/conv2d_lowering.h).
@@ -12,8 +16,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "core/tensor.h"
+#include "ops/matmul/row_source.h"
 
 namespace minidet::ops::detail {
 
@@ -37,9 +43,12 @@ struct ColumnStrides {
   }
 };
 
+// The CPU never stores the columns: image_columns_cpu is S = the columns of images rows first, (C*kh*kw,
+// B*H_out*W_out), for the GEMM to pack straight from the images (ops/matmul/row_source.h). images: contiguous
+// (B, C, H, W), kept alive by the source.
+std::unique_ptr<RowSource> image_columns_cpu(const Tensor& images, const ConvGeometry& g);
 // images: contiguous (B, C, H, W); cols: contiguous, B*C*kh*kw*H_out*W_out elements in `order` (col2im: per
 // image). Same dtype and device.
-void im2col_cpu(const Tensor& images, const Tensor& cols, const ConvGeometry& g, ColumnOrder order);
 void col2im_cpu(const Tensor& cols, const Tensor& images, const ConvGeometry& g);
 #if MINIDET_WITH_CUDA
 void im2col_cuda(const Tensor& images, const Tensor& cols, const ConvGeometry& g, ColumnOrder order);

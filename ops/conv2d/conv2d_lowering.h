@@ -41,6 +41,10 @@ void columns_to_output(const Tensor& weight, const Tensor& cols, const Tensor& o
 void output_grad_to_columns(const Tensor& weight, const Tensor& grad_out, const Tensor& grad_cols, int64_t groups);
 // grad_by_channel (C_out, K) and cols (rows, K) contiguous; returns dW (C_out, rows / groups), a new tensor.
 Tensor chunk_weight_grad(const Tensor& grad_by_channel, const Tensor& cols, int64_t groups);
+// The forward and the weight gradient with the CPU's columns that are never stored (conv2d_kernels.h): `cols`
+// stands for the chunk's columns rows first, (rows, B*out_hw), image b's from column b*out_hw.
+void columns_to_output(const Tensor& weight, const RowSource& cols, const Tensor& out, int64_t groups, double beta);
+Tensor chunk_weight_grad(const Tensor& grad_by_channel, const RowSource& cols, int64_t rows, int64_t groups);
 // The number of K slices for an (m x n) result: 1 on the CPU; on CUDA enough for about two thread blocks per
 // SM, each slice at least 256 long and K divisible by the count.
 int64_t weight_grad_slices(const Tensor& like, int64_t m, int64_t n, int64_t k);

@@ -60,4 +60,22 @@ void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alph
   run("gemm_batched", a, b, c, alpha, beta, 1);
 }
 
+void gemm_batched(const Tensor& a, const SourceOperand& b, const Tensor& c, double alpha, double beta) {
+  const char* name = "gemm_batched";
+  check_same_device(name, a, "a", c, "c");
+  check_same_dtype(name, a, "a", c, "c");
+  check_floating(name, a, "a");
+  MINIDET_CHECK(!a.is_cuda(), name, ": a B that is never stored (a RowSource) is read on the CPU only");
+  MINIDET_CHECK(a.dim() == 3 && c.dim() == 3 && c.size(0) == a.size(0) && c.size(1) == a.size(1), name, ": shapes ",
+                a.sizes(), " @ source -> ", c.sizes(), " do not match");
+  MINIDET_CHECK(c.is_contiguous(), name, ": the batched output must be contiguous");
+  if (c.numel() == 0) return;
+  c.bump_version();
+  int64_t a_batch_stride = 0;
+  const detail::MatrixOperand op_a = detail::describe_operand(a, 1, &a_batch_stride);
+  detail::MatrixOperand op_b{nullptr, 0, b.transposed, {}, b.source, b.row0, b.col0};
+  detail::gemm_cpu(a.size(0), a.size(1), c.size(2), a.size(2), op_a, a_batch_stride, op_b, b.batch_cols, c, alpha,
+                   beta);
+}
+
 }  // namespace minidet::ops

@@ -11,23 +11,38 @@
 //
 // cuBLAS is column-major. A row-major C = A B is the column-major C^T = B^T A^T, so the CUDA path calls
 // cuBLAS with the operands swapped, and never transposes any data.
+//
+// On the CPU, B may also be a matrix that is never stored (row_source.h): each product then reads a block of it,
+// the i-th starting at S's row row0 and column col0 + i * batch_cols, as is or transposed.
 #pragma once
 
 #include "core/tensor.h"
+#include "ops/matmul/row_source.h"
 
 namespace minidet::ops {
 
 void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0, double beta = 0.0);
 void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0, double beta = 0.0);
 
+struct SourceOperand {
+  const detail::RowSource* source;
+  int64_t row0, col0, batch_cols;
+  bool transposed;
+};
+// a (batch, m, k) and c (batch, m, n) on the CPU: c_i = alpha * a_i @ op(block_i of S) + beta * c_i.
+void gemm_batched(const Tensor& a, const SourceOperand& b, const Tensor& c, double alpha = 1.0, double beta = 0.0);
+
 namespace detail {
 
-// A row-major view of a matrix operand as BLAS sees it: data, leading dimension, and whether to transpose.
+// A row-major view of a matrix operand as BLAS sees it: data, leading dimension, and whether to transpose. Or,
+// on the CPU, a source and the origin of the operand's block in it (the batch stride then counts S's columns).
 struct MatrixOperand {
   const void* data;
   int64_t ld;
   bool transposed;
   Tensor keep_alive;  // the contiguous copy, when one had to be made
+  const RowSource* source = nullptr;
+  int64_t row0 = 0, col0 = 0;
 };
 // `batch_dims` leading dims are batch (their stride is returned in batch_stride).
 MatrixOperand describe_operand(const Tensor& t, int64_t batch_dims, int64_t* batch_stride);

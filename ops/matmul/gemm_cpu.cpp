@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "ops/matmul/gemm.h"
 #include "ops/matmul/packed_gemm.h"
@@ -44,16 +45,25 @@ template <typename T>
 void gemm_block(int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t k, const MatrixOperand& a,
                 int64_t a_bs, const MatrixOperand& b, int64_t b_bs, T* c, int64_t ldc, int64_t c_bs, double alpha,
                 double beta) {
-  // Row r of A starts at r*ld (stored as is) or at column r (stored transposed); column j of B likewise.
+  // Row r of A starts at r*ld (stored as is) or at column r (stored transposed); column j of B likewise. A B
+  // never stored has its block's origin in S instead: columns [c0, c1) are S's rows when it is transposed.
   const int64_t a_at = i * a_bs + (a.transposed ? r0 : r0 * a.ld), b_at = i * b_bs + (b.transposed ? c0 * b.ld : c0);
+  const int64_t b_row0 = b.row0 + (b.transposed ? c0 : 0), b_col0 = b.col0 + i * b_bs + (b.transposed ? 0 : c0);
   if constexpr (std::is_same_v<T, float>) {
-    packed_gemm(r1 - r0, c1 - c0, k, {static_cast<const float*>(a.data) + a_at, a.ld, a.transposed},
-                {static_cast<const float*>(b.data) + b_at, b.ld, b.transposed}, c + i * c_bs + r0 * ldc + c0, ldc,
-                static_cast<float>(alpha), static_cast<float>(beta));
+    const PackedGemmOperand op_b =
+        b.source ? PackedGemmOperand{nullptr, 0, b.transposed, b.source, b_row0, b_col0}
+                 : PackedGemmOperand{static_cast<const float*>(b.data) + b_at, b.ld, b.transposed};
+    packed_gemm(r1 - r0, c1 - c0, k, {static_cast<const float*>(a.data) + a_at, a.ld, a.transposed}, op_b,
+                c + i * c_bs + r0 * ldc + c0, ldc, static_cast<float>(alpha), static_cast<float>(beta));
   } else {  // float64: Eigen's GEMM (only its double kernels are compiled)
     MutMap<T> out(c + i * c_bs + r0 * ldc + c0, r1 - r0, c1 - c0, Eigen::OuterStride<>(ldc));
     const ConstMap<T> A = stored<T>(a, a_at, r1 - r0, k);
-    const ConstMap<T> B = stored<T>(b, b_at, k, c1 - c0);
+    // A B never stored is written out first, its block of S as S holds it (lines of k when transposed).
+    const int64_t s_rows = b.transposed ? c1 - c0 : k, s_cols = b.transposed ? k : c1 - c0;
+    std::vector<T> written(b.source ? static_cast<size_t>(s_rows * s_cols) : 0);
+    for (int64_t r = 0; b.source && r < s_rows; ++r) b.source->row(b_row0 + r, b_col0, s_cols, &written[r * s_cols]);
+    const ConstMap<T> B = b.source ? stored<T>({written.data(), s_cols, b.transposed, {}}, 0, k, c1 - c0)
+                                   : stored<T>(b, b_at, k, c1 - c0);
     if (beta == 0.0)
       out.setZero();  // so that NaN garbage in c never leaks through 0 * NaN
     else if (beta != 1.0)

@@ -86,6 +86,20 @@ inline void transpose_8x8(const float* src, int64_t ld, float* dst, int64_t ld_o
   }
 }
 
+// One step of k across every panel: the values of lines [0, count) at src (contiguous) go to out[q * kc + l]
+// for line q + l; lines past count are zeros.
+template <int64_t tile>
+void pack_step(const float* src, int64_t count, int64_t kc, float* out) {
+  int64_t q = 0;
+  for (; q + tile <= count; q += tile)  // a whole panel's step: a copy of fixed size, a few vector moves
+    std::memcpy(out + q * kc, src + q, tile * sizeof(float));
+  if (q < count) {  // the last panel's: its lines past count are zeros
+    float* dst = out + q * kc;
+    std::memcpy(dst, src + q, (count - q) * sizeof(float));
+    std::fill(dst + (count - q), dst + tile, 0.0f);
+  }
+}
+
 // A block of an operand, in panels of `tile` lines for the micro-kernel. A line runs along k: a row of A or a
 // column of B. Lines [l0, l0 + count) and steps [p0, p0 + kc) go to panels of `tile` lines each: the panel
 // that starts at line q holds step p's `tile` values at out[q * kc + p * tile]. Lines past count are zeros,
@@ -118,17 +132,13 @@ void pack(const float* data, int64_t ld, bool along_k, int64_t l0, int64_t count
     }
     return;
   }
-  for (int64_t p = 0; p < kc; ++p) {  // the whole step across every panel
-    const float* src = data + (p0 + p) * ld + l0;
-    int64_t q = 0;
-    for (; q + tile <= count; q += tile)  // a whole panel's step: a copy of fixed size, a few vector moves
-      std::memcpy(out + q * kc + p * tile, src + q, tile * sizeof(float));
-    if (q < count) {  // the last panel's: its lines past count are zeros
-      float* dst = out + q * kc + p * tile;
-      std::memcpy(dst, src + q, (count - q) * sizeof(float));
-      std::fill(dst + (count - q), dst + tile, 0.0f);
-    }
-  }
+  for (int64_t p = 0; p < kc; ++p) pack_step<tile>(data + (p0 + p) * ld + l0, count, kc, out + p * tile);
+}
+
+// Each thread's packing buffers, kept between calls.
+float* buffer(std::vector<float>& v, size_t size) {
+  if (v.size() < size) v.resize(size);
+  return v.data();
 }
 
 // op(A)'s rows [i0, i0 + mc) and op(B)'s columns [j0, j0 + nc), over steps [p0, p0 + kc). A row of A is
@@ -137,7 +147,25 @@ void pack_a(const PackedGemmOperand& a, int64_t i0, int64_t mc, int64_t p0, int6
   pack<kMr>(a.data, a.ld, !a.transposed, i0, mc, p0, kc, out);
 }
 void pack_b(const PackedGemmOperand& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
-  pack<kNr>(b.data, b.ld, b.transposed, j0, nc, p0, kc, out);
+  if (!b.source) return pack<kNr>(b.data, b.ld, b.transposed, j0, nc, p0, kc, out);
+  // B never stored: the same panels, from the rows of S that the source makes (each still in L1 when packed).
+  thread_local std::vector<float> rows;
+  if (!b.transposed) {  // step p is row p of S, its lines S's columns: one segment per step
+    float* row = buffer(rows, static_cast<size_t>(nc));
+    for (int64_t p = 0; p < kc; ++p) {
+      b.source->row(b.row0 + p0 + p, b.col0 + j0, nc, row);
+      pack_step<kNr>(row, nc, kc, out + p * kNr);
+    }
+    return;
+  }
+  // Transposed, a line is a row of S, its steps S's columns: a panel's kNr lines at a time, then packed as
+  // stored lines (ld kc) are.
+  float* lines = buffer(rows, static_cast<size_t>(kNr * kc));
+  for (int64_t q = 0; q < nc; q += kNr) {
+    const int64_t count = std::min<int64_t>(kNr, nc - q);
+    for (int64_t l = 0; l < count; ++l) b.source->row(b.row0 + j0 + q + l, b.col0 + p0, kc, lines + l * kc);
+    pack<kNr>(lines, kc, true, 0, count, 0, kc, out + q * kc);
+  }
 }
 
 // What one block of steps adds to an element of C: the first block sets it (alpha * sum + beta * C, without
@@ -183,12 +211,6 @@ void tile(int64_t kc, const float* __restrict a, const float* __restrict b, floa
     for (int v = 0; v < kVecs; ++v)
       store(t[i] + v * kWidth, combine(sum[i][v], load(t[i] + v * kWidth), alpha, beta, first));
   for (int64_t i = 0; i < rows; ++i) std::memcpy(c + i * ldc, t[i], cols * sizeof(float));
-}
-
-// Each thread's packing buffers, kept between calls.
-float* buffer(std::vector<float>& v, size_t size) {
-  if (v.size() < size) v.resize(size);
-  return v.data();
 }
 
 }  // namespace

@@ -40,13 +40,19 @@
 
 #include <cstdint>
 
+#include "ops/matmul/row_source.h"
+
 namespace minidet::ops::detail {
 
-// One operand as stored: element (r, c) of op(X) is data[r * ld + c], or data[c * ld + r] when transposed.
+// One operand as stored: element (r, c) of op(X) is data[r * ld + c], or data[c * ld + r] when transposed. Or,
+// for B only, one never stored: element (r, c) of X is source's S(row0 + r, col0 + c), and packing asks the
+// source for the rows it needs (row_source.h).
 struct PackedGemmOperand {
   const float* data;
   int64_t ld;
   bool transposed;
+  const RowSource* source = nullptr;
+  int64_t row0 = 0, col0 = 0;
 };
 
 // C (m x n, row stride ldc) = alpha * op(A) op(B) + beta * C. beta == 0 never reads C (garbage or NaN in it

@@ -117,6 +117,46 @@ TEST_CASE("values/conv2d: a tiny column bound gives several chunks and the unchu
   CHECK(max_abs_diff(grads1[2], b.grad()) <= 1e-12);
 }
 
+TEST_CASE("values/conv2d: float32 on the CPU, its columns never stored, agrees with float64") {
+  // On the CPU the float32 GEMM packs the columns straight from the images (conv2d.h), a row segment at a time:
+  // segments that start and end inside an output row, span several rows and images, and fall in the padding
+  // must all hold what im2col would have written. Shapes past a register tile (32 columns) and a block of k,
+  // with output rows narrower and wider than a tile, and several chunks.
+  std::vector<ConvCase> cases = conv_cases();
+  cases.push_back(
+      {"a backbone layer, 64 outputs a row", {2, 16, 64, 64}, {32, 16, 3, 3}, true, Conv2dOptions().set_padding(1)});
+  cases.push_back({"rows of 11 outputs, stride 2 and dilation 2",
+                   {3, 20, 25, 23},
+                   {8, 20, 3, 3},
+                   false,
+                   Conv2dOptions().set_stride(2).set_dilation(2).set_padding(2, 1)});
+  cases.push_back({"groups in chunks of two images",
+                   {5, 12, 14, 9},
+                   {18, 4, 3, 3},
+                   true,
+                   Conv2dOptions().set_groups(3).set_padding(1).set_max_column_bytes(2 * 108 * 126 * 4)});
+  uint64_t seed = 60;
+  for (const ConvCase& c : cases) {
+    CAPTURE(c.what);
+    const Tensor x64 = random(c.input, kFloat64, seed++), w64 = random(c.weight, kFloat64, seed++);
+    const Tensor b64 = c.bias ? random({c.weight[0]}, kFloat64, seed++) : Tensor();
+    std::vector<Tensor> results[2];
+    for (DType dtype : {kFloat32, kFloat64}) {
+      Tensor x = x64.to(dtype).requires_grad_(), w = w64.to(dtype).requires_grad_();
+      Tensor b = c.bias ? b64.to(dtype).requires_grad_() : Tensor();
+      const Tensor y = conv2d(x, w, b, c.options);
+      Generator gen(9);
+      y.backward(randn(y.sizes(), kFloat64, &gen).to(dtype));
+      results[dtype == kFloat64] = {y.detach(), x.grad(), w.grad()};
+    }
+    const char* names[3] = {"output", "grad_input", "grad_weight"};
+    for (int i = 0; i < 3; ++i) {
+      CAPTURE(names[i]);
+      CHECK(minidet::test::allclose(results[0][i].to(kFloat64), results[1][i], 1e-4, 1e-4));
+    }
+  }
+}
+
 TEST_CASE("values/conv2d: the default column bound is the device's") {
   // 8 channels x 9 taps x 256 x 256 outputs x 4 bytes = 18 MiB of columns per image: over the CPU's 16 MiB,
   // so one image per chunk there; seven fit in CUDA's 128 MiB, and an explicit bound wins on either device.

@@ -1,6 +1,7 @@
 // Matrix products: mm, bmm, matmul (vectors, batches, broadcasting) and linear.
 #include <omp.h>
 
+#include <atomic>
 #include <cmath>
 #include <functional>
 
@@ -247,6 +248,78 @@ TEST_CASE("values/matmul: the packed float GEMM gives the same bits for any cut 
       }
     }
   }
+}
+
+// A stored matrix S served a segment of a row at a time, as the CPU's convolution serves its columns.
+struct StoredRows final : ops::detail::RowSource {
+  explicit StoredRows(Tensor s) : s(std::move(s)) {}
+  void row(int64_t r, int64_t c0, int64_t count, float* out) const override {
+    copy(s.data<float>(), r, c0, count, out);
+  }
+  void row(int64_t r, int64_t c0, int64_t count, double* out) const override {
+    copy(s.data<double>(), r, c0, count, out);
+  }
+  template <typename T>
+  void copy(const T* data, int64_t r, int64_t c0, int64_t count, T* out) const {
+    if (r < 0 || r >= s.size(0) || c0 < 0 || c0 + count > s.size(1)) {
+      asked_past_s = true;
+      return;
+    }
+    std::copy(data + r * s.size(1) + c0, data + r * s.size(1) + c0 + count, out);
+  }
+  Tensor s;
+  mutable std::atomic<bool> asked_past_s{false};  // set from any thread, checked after the product
+};
+
+TEST_CASE("values/matmul: a B that is never stored gives the bits of the same B stored") {
+  // gemm.h's SourceOperand: product i reads S's block at row row0 and column col0 + i * batch_cols, as is or
+  // transposed. Packed straight from the source (float32) or written out first (float64), each product must
+  // give the bits of the stored block, on one thread and on several, where the product is cut into panels.
+  struct Case {
+    int64_t batch, m, n, k;
+  };
+  for (const Case& c : {Case{3, 8, 32, 288}, Case{2, 13, 45, 300}, Case{1, 37, 70, 9}, Case{4, 5, 3, 600},
+                        Case{1, 40, 200, 64}, Case{2, 24, 130, 100}}) {
+    for (DType dtype : {kFloat32, kFloat64}) {
+      for (bool transposed : {false, true}) {
+        for (int threads : {1, 3}) {
+          CAPTURE(c.m);
+          CAPTURE(c.n);
+          CAPTURE(c.k);
+          CAPTURE(dtype);
+          CAPTURE(transposed);
+          CAPTURE(threads);
+          Generator g(static_cast<uint64_t>(c.m * 131 + c.n * 7 + c.k));
+          const int64_t row0 = 3, col0 = 5, batch_cols = transposed ? c.k + 2 : c.n + 2;
+          const int64_t s_rows = row0 + (transposed ? c.n : c.k) + 1, s_cols = col0 + c.batch * batch_cols;
+          const StoredRows source(randn({s_rows, s_cols}, dtype, &g));
+          const Tensor a = randn({c.batch, c.m, c.k}, dtype, &g), c0 = randn({c.batch, c.m, c.n}, dtype, &g);
+          Tensor got = c0.clone();
+          const int before = omp_get_max_threads();
+          omp_set_num_threads(threads);
+          ops::gemm_batched(a, ops::SourceOperand{&source, row0, col0, batch_cols, transposed}, got, -0.5, 1.0);
+          omp_set_num_threads(before);
+          CHECK_FALSE(source.asked_past_s);
+          for (int64_t i = 0; i < c.batch; ++i) {
+            const Tensor block = slice(slice(source.s, 0, row0, row0 + (transposed ? c.n : c.k)), 1,
+                                       col0 + i * batch_cols, col0 + i * batch_cols + (transposed ? c.k : c.n));
+            Tensor want = c0.select(0, i).clone();
+            ops::gemm(a.select(0, i), transposed ? block.t() : block, want, -0.5, 1.0);
+            CHECK(test::max_abs_diff(got.select(0, i), want) == 0.0);
+          }
+        }
+      }
+    }
+  }
+  const StoredRows source(zeros({4, 4}));
+  CHECK_THROWS_CONTAINING(
+      ops::gemm_batched(zeros({1, 2, 4}), ops::SourceOperand{&source, 0, 0, 0, false}, zeros({2, 2, 4})),
+      "do not match");
+  if (test::cuda_available())
+    CHECK_THROWS_CONTAINING(
+        ops::gemm_batched(zeros({1, 2, 4}, Device::cuda()), ops::SourceOperand{&source, 0, 0, 0, false},
+                          zeros({1, 2, 4}, Device::cuda())),
+        "CPU only");
 }
 
 TEST_CASE("values/matmul: gradients by hand and empty shapes") {
