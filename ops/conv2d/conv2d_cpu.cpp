@@ -14,7 +14,8 @@ namespace {
 // The columns' row r = (c, i, j), S(r, q) for q in [q0, q0 + count), where q = (b, y_out, x_out) runs over the
 // chunk's images: the entries that im2col would write there. Output row by output row: outside the image's rows
 // a run of zeros; inside, the outputs whose tap lands inside the image, [x_begin, x_end), are a branch-free
-// gather (a plain copy at stride 1) between runs of padding.
+// gather (a plain copy at stride 1) between runs of padding. The runs are short (an output row is 16 to 64
+// wide in the detector), so they are plain loops, not calls to memset and memmove.
 template <typename T>
 void column_row(const T* images, const ConvGeometry& g, int64_t r, int64_t q0, int64_t count, T* out) {
   const int64_t taps = g.kernel_h * g.kernel_w, out_hw = g.column_cols();
@@ -22,24 +23,30 @@ void column_row(const T* images, const ConvGeometry& g, int64_t r, int64_t q0, i
   const int64_t x_first = j * g.dilation_w - g.pad_w;  // x of x_out = 0
   const int64_t x_begin = x_first >= 0 ? 0 : (-x_first + g.stride_w - 1) / g.stride_w;
   const int64_t x_end = x_first >= g.width ? 0 : (g.width - 1 - x_first) / g.stride_w + 1;
-  for (int64_t q = q0, end = q0 + count; q < end;) {
-    const int64_t b = q / out_hw, pixel = q % out_hw, y_out = pixel / g.out_w, from = pixel % g.out_w;
-    const int64_t to = std::min(g.out_w, from + (end - q));  // this output row's part of the segment
-    T* dst = out + (q - q0) - from;                          // dst[x_out] for x_out in [from, to)
+  // Where q0 falls: image b, output row y_out, column `from`; the loop then steps row by row.
+  int64_t b = q0 / out_hw, y_out = q0 % out_hw / g.out_w, from = q0 % g.out_w;
+  for (int64_t left = count; left > 0;) {
+    const int64_t to = std::min(g.out_w, from + left);  // this output row's part of the segment
+    T* dst = out + (count - left) - from;               // dst[x_out] for x_out in [from, to)
     const int64_t y = y_out * g.stride_h - g.pad_h + i * g.dilation_h;
-    q += to - from;
     if (y < 0 || y >= g.height) {
-      std::fill(dst + from, dst + to, T(0));
-      continue;
+      for (int64_t x = from; x < to; ++x) dst[x] = T(0);
+    } else {
+      const T* src = images + ((b * g.channels + c) * g.height + y) * g.width + x_first;  // src[x_out * stride_w]
+      const int64_t lo = std::clamp(x_begin, from, to), hi = std::clamp(x_end, lo, to);
+      for (int64_t x = from; x < lo; ++x) dst[x] = T(0);
+      if (g.stride_w == 1)
+        for (int64_t x = lo; x < hi; ++x) dst[x] = src[x];
+      else
+        for (int64_t x = lo; x < hi; ++x) dst[x] = src[x * g.stride_w];
+      for (int64_t x = hi; x < to; ++x) dst[x] = T(0);
     }
-    const T* src = images + ((b * g.channels + c) * g.height + y) * g.width + x_first;  // src[x_out * stride_w]
-    const int64_t lo = std::clamp(x_begin, from, to), hi = std::clamp(x_end, lo, to);
-    std::fill(dst + from, dst + lo, T(0));
-    if (g.stride_w == 1)
-      std::copy(src + lo, src + hi, dst + lo);
-    else
-      for (int64_t x = lo; x < hi; ++x) dst[x] = src[x * g.stride_w];
-    std::fill(dst + hi, dst + to, T(0));
+    left -= to - from;
+    from = 0;
+    if (++y_out == g.out_h) {
+      y_out = 0;
+      ++b;
+    }
   }
 }
 
