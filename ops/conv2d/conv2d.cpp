@@ -1,5 +1,5 @@
-// conv2d: validation, the chunked im2col + GEMM forward and backward (formulas in conv2d.h), the autograd
-// record, and dispatch of the im2col / col2im kernels to CPU or CUDA.
+// conv2d: validation, the chunked GEMM forward and backward over the columns (formulas in conv2d.h), the
+// autograd record, and the dispatch of the column kernels to CPU (columns never stored) or CUDA (im2col).
 #include "ops/conv2d/conv2d.h"
 
 #include <algorithm>

@@ -21,14 +21,15 @@
 // The sum of dW over images is part of one GEMM: for it the columns are built rows first, every image's
 // pixels side by side in each row (conv2d_lowering.h), and on CUDA its long K is cut into fixed slices.
 //
-// The column buffer holds C_in*kh*kw*H_out*W_out values per image, kh*kw times the input, so images are
+// A column buffer holds C_in*kh*kw*H_out*W_out values per image, kh*kw times the input, so images are
 // processed in chunks sized to keep it under Conv2dOptions::max_column_bytes. Backward recomputes the
 // columns from the saved input instead of saving them from forward: saving would keep kh*kw copies of every
 // layer's input alive until backward, which is the memory the chunking exists to avoid.
 //
 // On the CPU, cols is never stored (an implicit GEMM): the GEMM asks for its rows as it packs them, and they
 // are gathered from the input into its cache-sized packing buffer, not written to memory and read back.
-// Only dcols is a buffer there. The sums are the same, so the bits do not change.
+// Only dcols is a buffer there (the chunks bound it, and the weight gradient's K). The sums are the same as
+// with stored columns, so the bits do not change.
 //
 // float32 and float64, CPU (minidet's packed GEMM for float32, Eigen for float64) and CUDA (cuBLAS, FP32
 // without TF32). Input may be non-contiguous.
@@ -46,7 +47,8 @@ struct ConvWindow {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_h = 0, pad_w = 0;
   int64_t dilation_h = 1, dilation_w = 1;
-  // Upper bound for one column buffer (forward: cols; backward: cols and dcols, each under the bound).
+  // Upper bound for one column buffer (forward: cols; backward: cols and dcols, each under the bound; on the
+  // CPU cols is never stored, so only dcols).
   // A single image always fits in a chunk of one, even when its columns alone exceed the bound.
   // 0 (the default) takes the device's bound below.
   int64_t max_column_bytes = 0;

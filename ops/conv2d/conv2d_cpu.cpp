@@ -3,7 +3,9 @@
 // (image, channel) planes: each owns its input plane, so no two threads ever write the same element and the
 // sums happen in one fixed order (deterministic).
 #include <algorithm>
+#include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "ops/common/parallel.h"
 #include "ops/conv2d/conv2d_kernels.h"
@@ -20,28 +22,28 @@ template <typename T>
 void column_row(const T* images, const ConvGeometry& g, int64_t r, int64_t q0, int64_t count, T* out) {
   const int64_t taps = g.kernel_h * g.kernel_w, out_hw = g.column_cols();
   const int64_t c = r / taps, i = r % taps / g.kernel_w, j = r % g.kernel_w;
-  const int64_t x_first = j * g.dilation_w - g.pad_w;  // x of x_out = 0
+  const int64_t x_first = j * g.dilation_w - g.pad_w;  // x of x_out = 0 (in the padding when negative)
   const int64_t x_begin = x_first >= 0 ? 0 : (-x_first + g.stride_w - 1) / g.stride_w;
   const int64_t x_end = x_first >= g.width ? 0 : (g.width - 1 - x_first) / g.stride_w + 1;
   // Where q0 falls: image b, output row y_out, column `from`; the loop then steps row by row.
   int64_t b = q0 / out_hw, y_out = q0 % out_hw / g.out_w, from = q0 % g.out_w;
-  for (int64_t left = count; left > 0;) {
-    const int64_t to = std::min(g.out_w, from + left);  // this output row's part of the segment
-    T* dst = out + (count - left) - from;               // dst[x_out] for x_out in [from, to)
+  for (int64_t done = 0; done < count;) {
+    const int64_t to = std::min(g.out_w, from + (count - done));  // this output row's part of the segment
+    T* dst = out + done;                                          // dst[x_out - from] for x_out in [from, to)
     const int64_t y = y_out * g.stride_h - g.pad_h + i * g.dilation_h;
     if (y < 0 || y >= g.height) {
-      for (int64_t x = from; x < to; ++x) dst[x] = T(0);
+      for (int64_t x = from; x < to; ++x) dst[x - from] = T(0);
     } else {
-      const T* src = images + ((b * g.channels + c) * g.height + y) * g.width + x_first;  // src[x_out * stride_w]
+      const T* src = images + ((b * g.channels + c) * g.height + y) * g.width;  // the image row y
       const int64_t lo = std::clamp(x_begin, from, to), hi = std::clamp(x_end, lo, to);
-      for (int64_t x = from; x < lo; ++x) dst[x] = T(0);
+      for (int64_t x = from; x < lo; ++x) dst[x - from] = T(0);
       if (g.stride_w == 1)
-        for (int64_t x = lo; x < hi; ++x) dst[x] = src[x];
+        for (int64_t x = lo; x < hi; ++x) dst[x - from] = src[x_first + x];
       else
-        for (int64_t x = lo; x < hi; ++x) dst[x] = src[x * g.stride_w];
-      for (int64_t x = hi; x < to; ++x) dst[x] = T(0);
+        for (int64_t x = lo; x < hi; ++x) dst[x - from] = src[x_first + x * g.stride_w];
+      for (int64_t x = hi; x < to; ++x) dst[x - from] = T(0);
     }
-    left -= to - from;
+    done += to - from;
     from = 0;
     if (++y_out == g.out_h) {
       y_out = 0;
@@ -50,20 +52,27 @@ void column_row(const T* images, const ConvGeometry& g, int64_t r, int64_t q0, i
   }
 }
 
-// The columns of a chunk of images as a source for the CPU's GEMM (data<T>() checks the element type). It keeps
-// the images alive.
+// The columns of a chunk of images as a source for the CPU's GEMM. It keeps the images alive, and reads them
+// through a pointer taken when it is made (row() must not throw: row_source.h).
+template <typename T>
 class ImageColumns final : public RowSource {
  public:
-  ImageColumns(Tensor images, const ConvGeometry& g) : images_(std::move(images)), g_(g) {}
-  void row(int64_t r, int64_t q0, int64_t count, float* out) const override {
-    column_row(images_.data<float>(), g_, r, q0, count, out);
-  }
-  void row(int64_t r, int64_t q0, int64_t count, double* out) const override {
-    column_row(images_.data<double>(), g_, r, q0, count, out);
-  }
+  ImageColumns(Tensor images, const ConvGeometry& g) : images_(std::move(images)), data_(images_.data<T>()), g_(g) {}
+  void row(int64_t r, int64_t q0, int64_t count, float* out) const override { make(r, q0, count, out); }
+  void row(int64_t r, int64_t q0, int64_t count, double* out) const override { make(r, q0, count, out); }
 
  private:
+  template <typename U>
+  void make(int64_t r, int64_t q0, int64_t count, U* out) const {
+    if constexpr (std::is_same_v<T, U>) {
+      column_row(data_, g_, r, q0, count, out);
+    } else {  // conv2d's GEMMs run in the images' type (validate() checks input and weight agree), so another
+              // type is a bug: NaNs show it in the result, where a throw would end the GEMM's threads
+      std::fill(out, out + count, std::numeric_limits<U>::quiet_NaN());
+    }
+  }
   Tensor images_;
+  const T* data_;
   ConvGeometry g_;
 };
 
@@ -76,8 +85,8 @@ void col2im_kernel(const T* cols, T* images, int64_t batch, const ConvGeometry& 
     T* dst = images + plane * g.height * g.width;
     for (int64_t k = 0; k < g.height * g.width; ++k) dst[k] = T(0);
     const T* src_plane = cols + plane * taps * out_hw;
-    // The exact mirror of im2col's loops, with the assignment turned into +=: the same range [q_begin, q_end)
-    // of outputs whose tap lands inside the image, the padding's entries dropped.
+    // The adjoint of column_row, plane by plane: each tap's range [q_begin, q_end) of outputs that land inside
+    // the image (column_row's [x_begin, x_end)) adds its entries back, the padding's entries dropped.
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       for (int64_t j = 0; j < g.kernel_w; ++j) {
         const T* src = src_plane + (i * g.kernel_w + j) * out_hw;
@@ -100,7 +109,9 @@ void col2im_kernel(const T* cols, T* images, int64_t batch, const ConvGeometry& 
 }  // namespace
 
 std::unique_ptr<RowSource> image_columns_cpu(const Tensor& images, const ConvGeometry& g) {
-  return std::make_unique<ImageColumns>(images, g);
+  return MINIDET_DISPATCH_FLOATING(images.dtype(), "conv2d", [&]() -> std::unique_ptr<RowSource> {
+    return std::make_unique<ImageColumns<scalar_t>>(images, g);
+  });
 }
 
 void col2im_cpu(const Tensor& cols, const Tensor& images, const ConvGeometry& g) {

@@ -1,4 +1,4 @@
-// The two data-movement kernels of the im2col lowering (see conv2d.h), on CPU and CUDA.
+// The data movement of the im2col lowering (see conv2d.h): the columns, and col2im, on CPU and CUDA.
 //
 //   im2col: images (B, C, H, W) -> cols (B, C*kh*kw, H_out*W_out)       a gather: one read per entry
 //   col2im: cols (B, C*kh*kw, H_out*W_out) -> images (B, C, H, W)       the adjoint: a sum per pixel
@@ -47,8 +47,8 @@ struct ColumnStrides {
 // B*H_out*W_out), for the GEMM to pack straight from the images (ops/matmul/row_source.h). images: contiguous
 // (B, C, H, W), kept alive by the source.
 std::unique_ptr<RowSource> image_columns_cpu(const Tensor& images, const ConvGeometry& g);
-// images: contiguous (B, C, H, W); cols: contiguous, B*C*kh*kw*H_out*W_out elements in `order` (col2im: per
-// image). Same dtype and device.
+// images: contiguous (B, C, H, W); cols: contiguous, B*C*kh*kw*H_out*W_out elements, per image for col2im and
+// in `order` for im2col. Same dtype and device.
 void col2im_cpu(const Tensor& cols, const Tensor& images, const ConvGeometry& g);
 #if MINIDET_WITH_CUDA
 void im2col_cuda(const Tensor& images, const Tensor& cols, const ConvGeometry& g, ColumnOrder order);

@@ -113,25 +113,28 @@ void columns_to_output(const Tensor& weight, const RowSource& cols, const Tensor
   const int64_t b_count = out.size(0), out_hw = out.size(2), out_channels = weight.size(0);
   const int64_t out_g = out_channels / groups, rows_g = weight.numel() / out_channels;
   const Tensor weight_groups = weight.view({groups, out_g, rows_g});
-  if (groups == 1) {  // one batched GEMM, image b's block of the columns from column b*out_hw
-    gemm_batched(weight_groups.expand({b_count, out_g, rows_g}), SourceOperand{&cols, 0, 0, out_hw, false}, out, 1.0,
-                 beta);
+  SourceOperand columns{&cols};
+  if (groups == 1) {  // one batched GEMM: image b's columns start at column b * out_hw
+    columns.batch_cols = out_hw;
+    gemm_batched(weight_groups.expand({b_count, out_g, rows_g}), columns, out, 1.0, beta);
     return;
   }
-  for (int64_t b = 0; b < b_count; ++b)  // group g's rows of the columns from row g*rows_g
-    for (int64_t group = 0; group < groups; ++group)
-      gemm_batched(weight_groups.narrow(0, group, 1), SourceOperand{&cols, group * rows_g, b * out_hw, 0, false},
-                   out.select(0, b).narrow(0, group * out_g, out_g).unsqueeze(0), 1.0, beta);
+  columns.batch_rows = rows_g;  // image by image, the groups the batch: group g's rows start at g * rows_g
+  for (int64_t b = 0; b < b_count; ++b) {
+    columns.col0 = b * out_hw;
+    gemm_batched(weight_groups, columns, out.select(0, b).view({groups, out_g, out_hw}), 1.0, beta);
+  }
 }
 
 Tensor chunk_weight_grad(const Tensor& grad_by_channel, const RowSource& cols, int64_t rows, int64_t groups) {
   const int64_t out_channels = grad_by_channel.size(0), k = grad_by_channel.size(1);
   const int64_t out_g = out_channels / groups, rows_g = rows / groups;
   const Tensor grad_weight = empty({groups, out_g, rows_g}, grad_by_channel.options());
-  const Tensor grad_groups = grad_by_channel.view({groups, out_g, k});
-  for (int64_t group = 0; group < groups; ++group)  // dW_g = dY_g @ cols_g^T: the columns read transposed
-    gemm_batched(grad_groups.narrow(0, group, 1), SourceOperand{&cols, group * rows_g, 0, 0, true},
-                 grad_weight.narrow(0, group, 1));
+  // dW_g = dY_g @ cols_g^T: the columns read transposed, group g's rows from g * rows_g.
+  SourceOperand columns{&cols};
+  columns.batch_rows = rows_g;
+  columns.transposed = true;
+  gemm_batched(grad_by_channel.view({groups, out_g, k}), columns, grad_weight);
   return grad_weight.view({out_channels, rows_g});
 }
 

@@ -1,6 +1,6 @@
 // What every im2col convolution shares (conv2d and deform_conv2d; the math: ops/conv2d/conv2d.h): the checks
-// of its window, its geometry, the chunk size that bounds its column buffer, and its three GEMMs. Raw, not
-// recorded by autograd.
+// of its window, its geometry, the chunk size that bounds its column buffers, and its three GEMMs, over
+// stored columns or (conv2d on the CPU) columns never stored. Raw, not recorded by autograd.
 //
 // For a chunk of B images, with columns cols (B, rows, out_hw), rows = C_in*kh*kw, whose group blocks are
 // contiguous (rows/groups each), weight (C_out, C_in/groups, kh, kw), and out / grad_out (B, C_out, out_hw):

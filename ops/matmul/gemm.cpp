@@ -73,7 +73,7 @@ void gemm_batched(const Tensor& a, const SourceOperand& b, const Tensor& c, doub
   c.bump_version();
   int64_t a_batch_stride = 0;
   const detail::MatrixOperand op_a = detail::describe_operand(a, 1, &a_batch_stride);
-  detail::MatrixOperand op_b{nullptr, 0, b.transposed, {}, b.source, b.row0, b.col0};
+  detail::MatrixOperand op_b{nullptr, 0, b.transposed, {}, b.source, b.row0, b.col0, b.batch_rows};
   detail::gemm_cpu(a.size(0), a.size(1), c.size(2), a.size(2), op_a, a_batch_stride, op_b, b.batch_cols, c, alpha,
                    beta);
 }

@@ -13,7 +13,7 @@
 // cuBLAS with the operands swapped, and never transposes any data.
 //
 // On the CPU, B may also be a matrix that is never stored (row_source.h): each product then reads a block of it,
-// the i-th starting at S's row row0 and column col0 + i * batch_cols, as is or transposed.
+// the i-th starting at S's row row0 + i * batch_rows and column col0 + i * batch_cols, as is or transposed.
 #pragma once
 
 #include "core/tensor.h"
@@ -26,8 +26,9 @@ void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alph
 
 struct SourceOperand {
   const detail::RowSource* source;
-  int64_t row0, col0, batch_cols;
-  bool transposed;
+  int64_t row0 = 0, col0 = 0;              // where product 0's block starts in S
+  int64_t batch_rows = 0, batch_cols = 0;  // how far product i's block is moved from it, per i
+  bool transposed = false;                 // op(block) = block^T: the block's rows are op(B)'s columns
 };
 // a (batch, m, k) and c (batch, m, n) on the CPU: c_i = alpha * a_i @ op(block_i of S) + beta * c_i.
 void gemm_batched(const Tensor& a, const SourceOperand& b, const Tensor& c, double alpha = 1.0, double beta = 0.0);
@@ -35,14 +36,15 @@ void gemm_batched(const Tensor& a, const SourceOperand& b, const Tensor& c, doub
 namespace detail {
 
 // A row-major view of a matrix operand as BLAS sees it: data, leading dimension, and whether to transpose. Or,
-// on the CPU, a source and the origin of the operand's block in it (the batch stride then counts S's columns).
+// on the CPU, a source and where the operand's block lies in it (the batch stride then counts S's columns, and
+// batch_rows S's rows).
 struct MatrixOperand {
   const void* data;
   int64_t ld;
   bool transposed;
   Tensor keep_alive;  // the contiguous copy, when one had to be made
   const RowSource* source = nullptr;
-  int64_t row0 = 0, col0 = 0;
+  int64_t row0 = 0, col0 = 0, batch_rows = 0;
 };
 // `batch_dims` leading dims are batch (their stride is returned in batch_stride).
 MatrixOperand describe_operand(const Tensor& t, int64_t batch_dims, int64_t* batch_stride);

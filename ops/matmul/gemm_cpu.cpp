@@ -48,7 +48,8 @@ void gemm_block(int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64
   // Row r of A starts at r*ld (stored as is) or at column r (stored transposed); column j of B likewise. A B
   // never stored has its block's origin in S instead: columns [c0, c1) are S's rows when it is transposed.
   const int64_t a_at = i * a_bs + (a.transposed ? r0 : r0 * a.ld), b_at = i * b_bs + (b.transposed ? c0 * b.ld : c0);
-  const int64_t b_row0 = b.row0 + (b.transposed ? c0 : 0), b_col0 = b.col0 + i * b_bs + (b.transposed ? 0 : c0);
+  const int64_t b_row0 = b.row0 + i * b.batch_rows + (b.transposed ? c0 : 0);
+  const int64_t b_col0 = b.col0 + i * b_bs + (b.transposed ? 0 : c0);
   if constexpr (std::is_same_v<T, float>) {
     const PackedGemmOperand op_b =
         b.source ? PackedGemmOperand{nullptr, 0, b.transposed, b.source, b_row0, b_col0}
@@ -61,7 +62,8 @@ void gemm_block(int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64
     // A B never stored is written out first, its block of S as S holds it (lines of k when transposed).
     const int64_t s_rows = b.transposed ? c1 - c0 : k, s_cols = b.transposed ? k : c1 - c0;
     std::vector<T> written(b.source ? static_cast<size_t>(s_rows * s_cols) : 0);
-    for (int64_t r = 0; b.source && r < s_rows; ++r) b.source->row(b_row0 + r, b_col0, s_cols, &written[r * s_cols]);
+    for (int64_t r = 0; b.source && r < s_rows; ++r)
+      b.source->row(b_row0 + r, b_col0, s_cols, written.data() + r * s_cols);
     const ConstMap<T> B = b.source ? stored<T>({written.data(), s_cols, b.transposed, {}}, 0, k, c1 - c0)
                                    : stored<T>(b, b_at, k, c1 - c0);
     if (beta == 0.0)

@@ -191,8 +191,8 @@ void tile(int64_t kc, const float* __restrict a, const float* __restrict b, floa
     }
   }
   // The loops that store the sums are unrolled like the one that makes them, so that every accumulator is
-  // named by a constant index: with a loop index GCC kept the whole array in memory as well, and zeroed a
-  // kilobyte of stack at every call.
+  // named by a constant index: with a loop index GCC kept the whole array in memory as well, and zeroed it on
+  // the stack (a kilobyte with AVX-512) at every call.
   if (rows == kMr && cols == kNr) {
 #pragma GCC unroll 16
     for (int i = 0; i < kMr; ++i)

@@ -5,7 +5,9 @@
 //
 // S is the matrix the source stands for, as if it were stored row-major: row(r, c0, count, out) writes
 // S(r, c0), ..., S(r, c0 + count - 1) to out. Both element types, so that float64 products (gradient checks)
-// read the same matrix.
+// read the same matrix. The GEMM's threads call row() at the same time, from inside an OpenMP region: it must
+// only read shared state, and must not throw (an exception cannot leave the region). A source checks what it
+// needs when it is made.
 #pragma once
 
 #include <cstdint>

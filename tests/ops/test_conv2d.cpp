@@ -1,10 +1,13 @@
 // conv2d: hand-computed values, float64 gradient checks over every option, chunking, CUDA parity, errors.
+#include <random>
 #include <string>
 #include <vector>
 
 #include "autograd/gradcheck.h"
 #include "core/factories.h"
 #include "ops/conv2d/conv2d.h"
+#include "ops/conv2d/conv2d_kernels.h"
+#include "ops/conv2d/conv2d_lowering.h"
 #include "tests/support.h"
 
 using namespace minidet;
@@ -117,10 +120,53 @@ TEST_CASE("values/conv2d: a tiny column bound gives several chunks and the unchu
   CHECK(max_abs_diff(grads1[2], b.grad()) <= 1e-12);
 }
 
+TEST_CASE("values/conv2d: the CPU's columns hold the definition's entries for any segment of a row") {
+  // image_columns_cpu (conv2d_kernels.h) against conv2d.h's cols[(c*kh + i)*kw + j, p*W_out + q], entry by
+  // entry, image b's columns after image b-1's: segments that start and end anywhere, span output rows and
+  // images, or are empty, under strides, dilations and padding from 0 to 3.
+  std::mt19937 rng(5);
+  const auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  int64_t checked = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const Tensor images = random({pick(1, 3), pick(1, 3), pick(1, 9), pick(1, 9)}, kFloat64, trial);
+    ConvWindow w;
+    w.stride_h = pick(1, 3), w.stride_w = pick(1, 3), w.pad_h = pick(0, 3), w.pad_w = pick(0, 3);
+    w.dilation_h = pick(1, 2), w.dilation_w = pick(1, 2);
+    const int64_t kh = pick(1, 3), kw = pick(1, 3);
+    if (w.dilation_h * (kh - 1) + 1 > images.size(2) + 2 * w.pad_h ||
+        w.dilation_w * (kw - 1) + 1 > images.size(3) + 2 * w.pad_w)
+      continue;  // no output
+    const ops::detail::ConvGeometry g = ops::detail::conv_geometry("test", images, kh, kw, w);
+    const auto columns = ops::detail::image_columns_cpu(images, g);
+    const int64_t total = images.size(0) * g.column_cols();
+    const double* x = images.data<double>();
+    for (int segment = 0; segment < 8; ++segment) {
+      const int64_t r = pick(0, g.column_rows() - 1), q0 = pick(0, total - 1), count = pick(0, total - q0);
+      std::vector<double> got(static_cast<size_t>(count), -7.0);
+      columns->row(r, q0, count, got.data());
+      const int64_t c = r / (kh * kw), i = r / kw % kh, j = r % kw;
+      for (int64_t t = 0; t < count; ++t) {
+        const int64_t q = q0 + t, b = q / g.column_cols(), p = q % g.column_cols() / g.out_w, o = q % g.out_w;
+        const int64_t y = p * w.stride_h - w.pad_h + i * w.dilation_h, xx = o * w.stride_w - w.pad_w + j * w.dilation_w;
+        const bool inside = y >= 0 && y < g.height && xx >= 0 && xx < g.width;
+        const double want = inside ? x[((b * g.channels + c) * g.height + y) * g.width + xx] : 0.0;
+        if (got[t] != want) {
+          CAPTURE(trial);
+          CAPTURE(r);
+          CAPTURE(q);
+          CHECK(got[t] == want);
+        }
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 10000);  // the draws above must have reached many entries
+}
+
 TEST_CASE("values/conv2d: float32 on the CPU, its columns never stored, agrees with float64") {
   // On the CPU the float32 GEMM packs the columns straight from the images (conv2d.h), a row segment at a time:
   // segments that start and end inside an output row, span several rows and images, and fall in the padding
-  // must all hold what im2col would have written. Shapes past a register tile (32 columns) and a block of k,
+  // must all hold what im2col would have written. Shapes past a register tile (16 or 32 columns) and a block of k,
   // with output rows narrower and wider than a tile, and several chunks.
   std::vector<ConvCase> cases = conv_cases();
   cases.push_back(

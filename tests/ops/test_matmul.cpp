@@ -272,14 +272,16 @@ struct StoredRows final : ops::detail::RowSource {
 };
 
 TEST_CASE("values/matmul: a B that is never stored gives the bits of the same B stored") {
-  // gemm.h's SourceOperand: product i reads S's block at row row0 and column col0 + i * batch_cols, as is or
-  // transposed. Packed straight from the source (float32) or written out first (float64), each product must
-  // give the bits of the stored block, on one thread and on several, where the product is cut into panels.
+  // gemm.h's SourceOperand: product i reads S's block at row row0 + i * batch_rows and column col0 + i *
+  // batch_cols, as is or transposed. Packed straight from the source (float32) or written out first (float64),
+  // each product must give the bits of the stored block: on one thread, and on three, which cut a product into
+  // panels of columns (40 x 200) or of rows (200 x 40); past one block of columns of the packed GEMM (4200).
   struct Case {
     int64_t batch, m, n, k;
   };
-  for (const Case& c : {Case{3, 8, 32, 288}, Case{2, 13, 45, 300}, Case{1, 37, 70, 9}, Case{4, 5, 3, 600},
-                        Case{1, 40, 200, 64}, Case{2, 24, 130, 100}}) {
+  for (const Case& c :
+       {Case{3, 8, 32, 288}, Case{2, 13, 45, 300}, Case{1, 37, 70, 9}, Case{4, 5, 3, 600}, Case{1, 40, 200, 64},
+        Case{2, 24, 130, 100}, Case{1, 200, 40, 64}, Case{1, 8, 4200, 40}, Case{2, 3, 5, 0}}) {
     for (DType dtype : {kFloat32, kFloat64}) {
       for (bool transposed : {false, true}) {
         for (int threads : {1, 3}) {
@@ -290,19 +292,26 @@ TEST_CASE("values/matmul: a B that is never stored gives the bits of the same B 
           CAPTURE(transposed);
           CAPTURE(threads);
           Generator g(static_cast<uint64_t>(c.m * 131 + c.n * 7 + c.k));
-          const int64_t row0 = 3, col0 = 5, batch_cols = transposed ? c.k + 2 : c.n + 2;
-          const int64_t s_rows = row0 + (transposed ? c.n : c.k) + 1, s_cols = col0 + c.batch * batch_cols;
-          const StoredRows source(randn({s_rows, s_cols}, dtype, &g));
+          const int64_t block_rows = transposed ? c.n : c.k, block_cols = transposed ? c.k : c.n;
+          ops::SourceOperand b;
+          b.row0 = 3;
+          b.col0 = 5;
+          b.batch_rows = 2;
+          b.batch_cols = block_cols + 2;
+          b.transposed = transposed;
+          const StoredRows source(randn(
+              {b.row0 + (c.batch - 1) * b.batch_rows + block_rows + 1, b.col0 + c.batch * b.batch_cols}, dtype, &g));
+          b.source = &source;
           const Tensor a = randn({c.batch, c.m, c.k}, dtype, &g), c0 = randn({c.batch, c.m, c.n}, dtype, &g);
           Tensor got = c0.clone();
           const int before = omp_get_max_threads();
           omp_set_num_threads(threads);
-          ops::gemm_batched(a, ops::SourceOperand{&source, row0, col0, batch_cols, transposed}, got, -0.5, 1.0);
+          ops::gemm_batched(a, b, got, -0.5, 1.0);
           omp_set_num_threads(before);
           CHECK_FALSE(source.asked_past_s);
           for (int64_t i = 0; i < c.batch; ++i) {
-            const Tensor block = slice(slice(source.s, 0, row0, row0 + (transposed ? c.n : c.k)), 1,
-                                       col0 + i * batch_cols, col0 + i * batch_cols + (transposed ? c.k : c.n));
+            const int64_t r0 = b.row0 + i * b.batch_rows, col0 = b.col0 + i * b.batch_cols;
+            const Tensor block = slice(slice(source.s, 0, r0, r0 + block_rows), 1, col0, col0 + block_cols);
             Tensor want = c0.select(0, i).clone();
             ops::gemm(a.select(0, i), transposed ? block.t() : block, want, -0.5, 1.0);
             CHECK(test::max_abs_diff(got.select(0, i), want) == 0.0);
@@ -312,14 +321,12 @@ TEST_CASE("values/matmul: a B that is never stored gives the bits of the same B 
     }
   }
   const StoredRows source(zeros({4, 4}));
-  CHECK_THROWS_CONTAINING(
-      ops::gemm_batched(zeros({1, 2, 4}), ops::SourceOperand{&source, 0, 0, 0, false}, zeros({2, 2, 4})),
-      "do not match");
+  CHECK_THROWS_CONTAINING(ops::gemm_batched(zeros({1, 2, 4}), ops::SourceOperand{&source}, zeros({2, 2, 4})),
+                          "do not match");
   if (test::cuda_available())
-    CHECK_THROWS_CONTAINING(
-        ops::gemm_batched(zeros({1, 2, 4}, Device::cuda()), ops::SourceOperand{&source, 0, 0, 0, false},
-                          zeros({1, 2, 4}, Device::cuda())),
-        "CPU only");
+    CHECK_THROWS_CONTAINING(ops::gemm_batched(zeros({1, 2, 4}, Device::cuda()), ops::SourceOperand{&source},
+                                              zeros({1, 2, 4}, Device::cuda())),
+                            "CPU only");
 }
 
 TEST_CASE("values/matmul: gradients by hand and empty shapes") {
