@@ -30,8 +30,8 @@ function(minidet_add_layer layer)
       $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall>)
     set_target_properties(minidet_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON
                           CUDA_SEPARABLE_COMPILATION OFF)
-    if(MINIDET_UNITY_BUILD)  # the .cpp files in batches of 8 (top-level CMakeLists.txt says why); .cu files alone
-      set_target_properties(minidet_${layer} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+    if(MINIDET_UNITY_BUILD)  # the .cpp files in batches of 32 (top-level CMakeLists.txt says why); .cu files alone
+      set_target_properties(minidet_${layer} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 32)
       if(_cu)
         set_source_files_properties(${_cu} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
       endif()
