@@ -18,6 +18,8 @@
 //
 // Packing copies each block once into the exact order the micro-kernel reads it, so every load is
 // contiguous whatever the operands' strides or transposes, and a tile at the edge of C reads zeros past it.
+// A B that is never stored (row_source.h: a convolution's columns) is packed from the rows its source makes,
+// so the matrix itself never exists in memory: an implicit GEMM.
 //
 // k is cut into the fewest blocks of at most kKc steps, all of one length kc (the last may be shorter): a
 // block much shorter than the others would spend more time storing its tiles than summing them.
