@@ -13,6 +13,20 @@
 namespace minidet::ops::detail {
 namespace {
 
+// Tap column j of the kernel reads x = x_out * stride_w + x_first, x_first = j * dilation_w - pad_w: the
+// output columns x_out whose x falls inside the image, [begin, end) within [0, out_w). Outside them the tap
+// reads the padding. column_row and col2im share it, so the adjoint drops exactly the entries the gather zeroed.
+struct TapColumns {
+  int64_t x_first, begin, end;
+};
+TapColumns tap_columns(const ConvGeometry& g, int64_t j) {
+  const int64_t x_first = j * g.dilation_w - g.pad_w;
+  const int64_t begin = std::min(g.out_w, x_first >= 0 ? 0 : (-x_first + g.stride_w - 1) / g.stride_w);
+  const int64_t end =
+      std::max(begin, std::min(g.out_w, x_first >= g.width ? 0 : (g.width - 1 - x_first) / g.stride_w + 1));
+  return {x_first, begin, end};
+}
+
 // The columns' row r = (c, i, j), S(r, q) for q in [q0, q0 + count), where q = (b, y_out, x_out) runs over the
 // chunk's images: the entries that im2col would write there. Output row by output row: outside the image's rows
 // a run of zeros; inside, the outputs whose tap lands inside the image, [x_begin, x_end), are a branch-free
@@ -22,9 +36,7 @@ template <typename T>
 void column_row(const T* images, const ConvGeometry& g, int64_t r, int64_t q0, int64_t count, T* out) {
   const int64_t taps = g.kernel_h * g.kernel_w, out_hw = g.column_cols();
   const int64_t c = r / taps, i = r % taps / g.kernel_w, j = r % g.kernel_w;
-  const int64_t x_first = j * g.dilation_w - g.pad_w;  // x of x_out = 0 (in the padding when negative)
-  const int64_t x_begin = x_first >= 0 ? 0 : (-x_first + g.stride_w - 1) / g.stride_w;
-  const int64_t x_end = x_first >= g.width ? 0 : (g.width - 1 - x_first) / g.stride_w + 1;
+  const auto [x_first, x_begin, x_end] = tap_columns(g, j);  // x_first: x of x_out = 0, maybe in the padding
   // Where q0 falls: image b, output row y_out, column `from`; the loop then steps row by row.
   int64_t b = q0 / out_hw, y_out = q0 % out_hw / g.out_w, from = q0 % g.out_w;
   for (int64_t done = 0; done < count;) {
@@ -85,15 +97,12 @@ void col2im_kernel(const T* cols, T* images, int64_t batch, const ConvGeometry& 
     T* dst = images + plane * g.height * g.width;
     for (int64_t k = 0; k < g.height * g.width; ++k) dst[k] = T(0);
     const T* src_plane = cols + plane * taps * out_hw;
-    // The adjoint of column_row, plane by plane: each tap's range [q_begin, q_end) of outputs that land inside
-    // the image (column_row's [x_begin, x_end)) adds its entries back, the padding's entries dropped.
+    // The adjoint of column_row, plane by plane: each tap's output columns that land inside the image
+    // (tap_columns) add their entries back, the padding's entries dropped.
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       for (int64_t j = 0; j < g.kernel_w; ++j) {
         const T* src = src_plane + (i * g.kernel_w + j) * out_hw;
-        const int64_t x_first = j * g.dilation_w - g.pad_w;  // x of q = 0
-        const int64_t q_begin = std::min(g.out_w, x_first >= 0 ? 0 : (-x_first + g.stride_w - 1) / g.stride_w);
-        const int64_t q_end =
-            std::max(q_begin, std::min(g.out_w, x_first >= g.width ? 0 : (g.width - 1 - x_first) / g.stride_w + 1));
+        const auto [x_first, q_begin, q_end] = tap_columns(g, j);
         for (int64_t p = 0; p < g.out_h; ++p) {
           const int64_t y = p * g.stride_h - g.pad_h + i * g.dilation_h;
           if (y < 0 || y >= g.height) continue;
